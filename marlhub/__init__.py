@@ -1,0 +1,62 @@
+"""marlhub: one hub between PettingZoo, OpenSpiel, Gymnasium and RLlib's MultiAgentEnv.
+
+Example:
+    >>> import marlhub
+    >>> env = marlhub.make("rock_paper_scissors")
+    >>> obs, infos = env.reset(seed=0)
+    >>> sorted(obs)
+    ['player1', 'player2']
+"""
+
+from marlhub.core import (
+    ALL,
+    COMMON,
+    AgentID,
+    MultiAgentDict,
+    MultiAgentEnv,
+    is_multi_agent_env,
+)
+from marlhub.errors import (
+    ActionError,
+    ConfigError,
+    EnvCreationError,
+    EnvRegistrationError,
+    MarlhubError,
+    MarlhubWarning,
+    MissingDependencyError,
+    NotParallelizableError,
+    ProtocolError,
+    ResetNeededError,
+    TargetError,
+    UnknownEnvError,
+)
+from marlhub.registry import EnvContext, Registry, make, register_env, registered
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ALL",
+    "COMMON",
+    "ActionError",
+    "AgentID",
+    "ConfigError",
+    "EnvContext",
+    "EnvCreationError",
+    "EnvRegistrationError",
+    "MarlhubError",
+    "MarlhubWarning",
+    "MissingDependencyError",
+    "MultiAgentDict",
+    "MultiAgentEnv",
+    "NotParallelizableError",
+    "ProtocolError",
+    "Registry",
+    "ResetNeededError",
+    "TargetError",
+    "UnknownEnvError",
+    "__version__",
+    "is_multi_agent_env",
+    "make",
+    "register_env",
+    "registered",
+]

@@ -1,0 +1,246 @@
+"""Every exception and warning marlhub raises.
+
+One root, :class:`MarlhubError`; each subclass also inherits the built-in that
+matches its meaning, so ``except KeyError`` or ``except ValueError`` keeps
+working in code that never heard of marlhub::
+
+    MarlhubError
+    ├── UnknownEnvError          (KeyError)     an id nobody registered
+    ├── EnvRegistrationError     (ValueError)   a bad or taken name at register time
+    ├── EnvCreationError         (RuntimeError) a creator raised; id and config attached
+    ├── ConfigError              (ValueError)   config keys or values an env does not accept
+    ├── MissingDependencyError   (ImportError)  an optional backend is not installed
+    ├── ProtocolError            (TypeError)    an object does not follow the MultiAgentEnv protocol
+    ├── ActionError              (ValueError)   an action dict the env cannot accept
+    ├── ResetNeededError         (RuntimeError) step() before reset() or after the episode ended
+    ├── NotParallelizableError   (ValueError)   a turn-based step where a parallel API needs all agents
+    └── TargetError              (ValueError)   a conformance target that cannot be loaded
+
+    MarlhubWarning (UserWarning)
+
+Each exception builds its message in ``__init__`` from the fields it keeps as
+attributes, so the wording lives in one place and callers can inspect the
+fields instead of parsing text.
+
+Example:
+    >>> from marlhub.errors import ActionError
+    >>> err = ActionError("player_2", "missing", expected="an action for every actor")
+    >>> isinstance(err, ValueError), err.agent_id
+    (True, 'player_2')
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = [
+    "ActionError",
+    "ConfigError",
+    "EnvCreationError",
+    "EnvRegistrationError",
+    "MarlhubError",
+    "MarlhubWarning",
+    "MissingDependencyError",
+    "NotParallelizableError",
+    "ProtocolError",
+    "ResetNeededError",
+    "TargetError",
+    "UnknownEnvError",
+    "closest",
+]
+
+
+def closest(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
+    """Return up to ``n`` candidates that look like ``name``, best first.
+
+    Example:
+        >>> closest("tic_tac_to", ["tic_tac_toe", "traffic", "rock_paper_scissors"])
+        ['tic_tac_toe']
+    """
+    pool = list(candidates)
+    found = difflib.get_close_matches(name, pool, n=n, cutoff=0.6)
+    if not found:
+        # A prefix typed without its family ("leduc_poker" for "openspiel/leduc_poker").
+        found = [c for c in pool if c.rsplit("/", 1)[-1] == name][:n]
+    return found
+
+
+def _quote_list(items: Sequence[Any], limit: int = 12) -> str:
+    shown = ", ".join(repr(i) for i in list(items)[:limit])
+    more = len(items) - limit
+    return f"{shown}, ... ({more} more)" if more > 0 else shown
+
+
+class MarlhubError(Exception):
+    """Root of every error marlhub raises."""
+
+
+class MarlhubWarning(UserWarning):
+    """Root of every warning marlhub emits."""
+
+
+class UnknownEnvError(MarlhubError, KeyError):
+    """An env id that no registry entry or family resolves.
+
+    Attributes:
+        env_id: the id asked for.
+        suggestions: registered ids that look like it, best first.
+    """
+
+    def __init__(self, env_id: str, suggestions: Sequence[str] = (), detail: str = "") -> None:
+        self.env_id = env_id
+        self.suggestions = list(suggestions)
+        hint = f" Did you mean {_quote_list(self.suggestions)}?" if self.suggestions else ""
+        extra = f" {detail}" if detail else ""
+        self.message = (
+            f"No env is registered as {env_id!r}.{extra}{hint} "
+            "Run `marlhub list` to see every registered id, or register yours with "
+            "marlhub.register_env(name, creator)."
+        )
+        super().__init__(self.message)
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.message
+
+
+class EnvRegistrationError(MarlhubError, ValueError):
+    """A name that cannot be registered: taken, malformed, or a creator that is not callable."""
+
+    def __init__(self, name: str, problem: str, fix: str) -> None:
+        self.name = name
+        self.problem = problem
+        super().__init__(f"Cannot register {name!r}: {problem}. {fix}")
+
+
+class EnvCreationError(MarlhubError, RuntimeError):
+    """A registered creator raised while building an env.
+
+    Attributes:
+        env_id: the id being made.
+        config: the config passed to the creator.
+    """
+
+    def __init__(self, env_id: str, config: Any, cause: BaseException) -> None:
+        self.env_id = env_id
+        self.config = config
+        super().__init__(
+            f"Creating env {env_id!r} with config {dict(config) if config else {}!r} failed: "
+            f"{type(cause).__name__}: {cause}. Check the config against what the env's "
+            "constructor accepts; the original error is chained below."
+        )
+
+
+class ConfigError(MarlhubError, ValueError):
+    """Config keys or values an env does not accept.
+
+    Attributes:
+        env_id: the env being configured.
+        unknown: the keys that were not accepted.
+        accepted: the keys that would have been.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        problem: str,
+        *,
+        unknown: Sequence[str] = (),
+        accepted: Sequence[str] = (),
+    ) -> None:
+        self.env_id = env_id
+        self.unknown = list(unknown)
+        self.accepted = list(accepted)
+        if self.accepted:
+            fix = f"Accepted keys: {_quote_list(sorted(self.accepted), limit=40)}."
+        else:
+            fix = "This env takes no config keys; pass config=None."
+        super().__init__(f"Bad config for {env_id!r}: {problem}. {fix}")
+
+
+class MissingDependencyError(MarlhubError, ImportError):
+    """An optional backend is needed but not installed.
+
+    Attributes:
+        package: the importable module that was missing.
+        extra: the marlhub extra that installs it.
+    """
+
+    def __init__(self, package: str, extra: str, feature: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the {package!r} package, which is not installed. "
+            f"Install it with: pip install 'marlhub[{extra}]'",
+            name=package,
+        )
+
+
+class ProtocolError(MarlhubError, TypeError):
+    """An object that does not follow the MultiAgentEnv protocol where one is needed."""
+
+    def __init__(self, obj: Any, missing: Sequence[str], expected: str = "a MultiAgentEnv") -> None:
+        self.obj = obj
+        self.missing = list(missing)
+        super().__init__(
+            f"Expected {expected}, got {type(obj).__module__}.{type(obj).__qualname__} "
+            f"which lacks {_quote_list(self.missing)}. Subclass marlhub.MultiAgentEnv, or "
+            "convert it first with marlhub.convert(obj, to='marlhub')."
+        )
+
+
+class ActionError(MarlhubError, ValueError):
+    """An action dict that the env cannot accept; the env state is left unchanged.
+
+    Attributes:
+        agent_id: the agent whose action is wrong (None when the dict itself is).
+        actual: what was sent.
+        expected: what would have been accepted.
+    """
+
+    def __init__(self, agent_id: Any, actual: Any, *, expected: str, fix: str = "") -> None:
+        self.agent_id = agent_id
+        self.actual = actual
+        self.expected = expected
+        who = f"for {agent_id!r}" if agent_id is not None else "in the action dict"
+        fix = fix or (
+            "Send exactly one action for each agent in the last observation dict, "
+            "inside its action space and mask."
+        )
+        super().__init__(f"Bad action {who}: got {actual!r}, expected {expected}. {fix}")
+
+
+class ResetNeededError(MarlhubError, RuntimeError):
+    """step() called before reset() or after the episode ended."""
+
+    def __init__(self, env_name: str, why: str = "the episode is over") -> None:
+        self.env_name = env_name
+        super().__init__(
+            f"{env_name}.step() was called but {why}. Call reset() to start a new episode."
+        )
+
+
+class NotParallelizableError(MarlhubError, ValueError):
+    """A step where only some agents act, met by an API that needs every agent every step."""
+
+    def __init__(self, actors: Sequence[Any], agents: Sequence[Any]) -> None:
+        self.actors = list(actors)
+        self.agents = list(agents)
+        super().__init__(
+            f"Only {_quote_list(self.actors)} act in this step but the parallel API needs every "
+            f"live agent ({_quote_list(self.agents)}) to act. Use the AEC API for turn-based envs, "
+            "or pass turn_based='pad' to give the idle agents their last observation."
+        )
+
+
+class TargetError(MarlhubError, ValueError):
+    """A conformance target (id, glob, module:attr, file:attr) that cannot be loaded."""
+
+    def __init__(self, target: str, problem: str, fix: str = "") -> None:
+        self.target = target
+        fix = fix or (
+            "A target is a registry id, a glob over ids ('openspiel/*'), 'package.module:attr' "
+            "or 'path/to/file.py:attr', where attr is an env class, instance or factory."
+        )
+        super().__init__(f"Cannot load target {target!r}: {problem}. {fix}")

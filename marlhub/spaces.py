@@ -1,0 +1,181 @@
+"""Space helpers shared by the adapters and the conformance suite.
+
+* :func:`find_action_mask` finds an agent's action mask wherever envs keep it:
+  inside a Dict observation under ``"action_mask"`` or in the agent's infos.
+* :func:`why_not_in_space` says *why* a value is outside a space (dtype, shape,
+  bounds, unknown key), where ``space.contains`` only says that it is.
+* :func:`why_illegal` adds the mask to that.
+* :class:`ActionSampler` draws random legal actions from its own seeded
+  generator, without touching the RNG of the env's spaces.
+
+Example:
+    >>> import numpy as np, gymnasium as gym
+    >>> why_not_in_space(gym.spaces.Box(0.0, 1.0, (2,), np.float32), np.array([0.5, 2.0], np.float32))
+    'value 2.0 at index (1,) is above the high bound 1.0'
+    >>> sampler = ActionSampler(seed=0)
+    >>> mask = np.array([0, 0, 1], np.int8)
+    >>> sampler.sample("a", gym.spaces.Discrete(3), mask)
+    2
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import gymnasium as gym
+import numpy as np
+
+__all__ = [
+    "ACTION_MASK_KEY",
+    "ActionSampler",
+    "find_action_mask",
+    "why_illegal",
+    "why_not_in_space",
+]
+
+#: Key under which envs (PettingZoo classic, OpenSpiel adapters) keep the legal-action mask.
+ACTION_MASK_KEY = "action_mask"
+
+
+def find_action_mask(observation: Any, info: Optional[Mapping[str, Any]] = None) -> Optional[np.ndarray]:
+    """Return the agent's action mask from its observation or info, or None if it has none.
+
+    Example:
+        >>> find_action_mask({"observation": 0, "action_mask": [1, 0]})
+        array([1, 0], dtype=int8)
+        >>> find_action_mask(0, {"action_mask": np.array([True, False])})
+        array([1, 0], dtype=int8)
+        >>> find_action_mask(0) is None
+        True
+    """
+    mask = None
+    if isinstance(observation, Mapping) and ACTION_MASK_KEY in observation:
+        mask = observation[ACTION_MASK_KEY]
+    elif isinstance(info, Mapping) and ACTION_MASK_KEY in info:
+        mask = info[ACTION_MASK_KEY]
+    if mask is None:
+        return None
+    return np.asarray(mask).astype(np.int8, copy=False)
+
+
+def why_not_in_space(space: gym.Space, value: Any) -> Optional[str]:
+    """Return why ``value`` is not in ``space``, or None when it is.
+
+    The reason names the first problem found: a wrong type or dtype, a wrong
+    shape, a value out of bounds, or a missing or unknown key in a Dict.
+    """
+    try:
+        if space.contains(value):
+            return None
+    except Exception as exc:  # a malformed value can make contains() itself raise
+        return f"space.contains raised {type(exc).__name__}: {exc}"
+    if isinstance(space, gym.spaces.Dict):
+        if not isinstance(value, Mapping):
+            return f"expected a dict with keys {list(space.spaces)}, got {type(value).__name__}"
+        missing = [k for k in space.spaces if k not in value]
+        extra = [k for k in value if k not in space.spaces]
+        if missing or extra:
+            return f"keys differ from the space: missing {missing}, unknown {extra}"
+        for key, sub in space.spaces.items():
+            reason = why_not_in_space(sub, value[key])
+            if reason:
+                return f"[{key!r}]: {reason}"
+    if isinstance(space, gym.spaces.Tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
+            return f"expected a tuple of {len(space.spaces)} items, got {type(value).__name__}"
+        for i, sub in enumerate(space.spaces):
+            reason = why_not_in_space(sub, value[i])
+            if reason:
+                return f"[{i}]: {reason}"
+    if isinstance(space, gym.spaces.Discrete):
+        return (
+            f"{value!r} ({type(value).__name__}) is not an integer in "
+            f"[{space.start}, {space.start + space.n - 1}]"
+        )
+    if isinstance(space, (gym.spaces.Box, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+        return _why_not_in_array_space(space, value)
+    return f"{_short(value)} is not in {space}"
+
+
+def _why_not_in_array_space(space: Any, value: Any) -> str:
+    if not isinstance(value, np.ndarray):
+        return f"expected a numpy array of dtype {space.dtype}, got {type(value).__name__}"
+    if value.shape != space.shape:
+        return f"shape {value.shape} differs from the space's {space.shape}"
+    if space.dtype is not None and not np.can_cast(value.dtype, space.dtype):
+        return f"dtype {value.dtype} cannot be cast safely to the space's {space.dtype}"
+    if isinstance(space, gym.spaces.Box):
+        if np.any(np.isnan(value)):
+            return "value holds NaN"
+        low_bad = np.argwhere(value < space.low)
+        if low_bad.size:
+            idx = tuple(int(i) for i in low_bad[0])
+            return f"value {value[idx]!r} at index {idx} is below the low bound {space.low[idx]!r}"
+        high_bad = np.argwhere(value > space.high)
+        if high_bad.size:
+            idx = tuple(int(i) for i in high_bad[0])
+            return f"value {value[idx]!r} at index {idx} is above the high bound {space.high[idx]!r}"
+    return f"{_short(value)} is not in {space}"
+
+
+def why_illegal(space: gym.Space, action: Any, mask: Optional[np.ndarray]) -> Optional[str]:
+    """Return why ``action`` may not be taken, or None when it is legal.
+
+    Example:
+        >>> why_illegal(gym.spaces.Discrete(3), 1, np.array([1, 0, 1], np.int8))
+        'action 1 is masked out; legal actions are [0, 2]'
+    """
+    reason = why_not_in_space(space, action)
+    if reason or mask is None:
+        return reason
+    if isinstance(space, gym.spaces.Discrete):
+        index = int(action) - int(space.start)
+        if mask.shape != (space.n,):
+            return f"the action mask has shape {mask.shape}, expected ({space.n},)"
+        if not mask[index]:
+            legal = [int(i) + int(space.start) for i in np.flatnonzero(mask)]
+            return f"action {int(action)} is masked out; legal actions are {legal}"
+    return None
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class ActionSampler:
+    """Draw random legal actions from a private, seeded generator.
+
+    Each agent's action space is copied once and the copy is seeded from the
+    sampler's own generator, so sampling never advances the RNG of the env's
+    spaces and the same seed gives the same actions.
+
+    Args:
+        seed: seeds the sampler; None draws fresh entropy.
+    """
+
+    def __init__(self, seed: Optional[int] = None) -> None:
+        self.rng = np.random.default_rng(seed)
+        self._spaces: dict[Any, tuple[gym.Space, gym.Space]] = {}
+
+    def sample(self, agent: Any, space: gym.Space, mask: Optional[np.ndarray] = None) -> Any:
+        """Return a random action for ``agent`` from ``space`` that ``mask`` allows."""
+        if isinstance(space, gym.spaces.Discrete):
+            legal = np.flatnonzero(mask) if mask is not None and mask.shape == (space.n,) else None
+            if legal is None or legal.size == 0:
+                # No usable mask (or the env masks out everything, which the caller
+                # reports): any action in the space.
+                return int(space.start) + int(self.rng.integers(space.n))
+            return int(space.start) + int(legal[self.rng.integers(legal.size)])
+        return self._own_copy(agent, space).sample()
+
+    def _own_copy(self, agent: Any, space: gym.Space) -> gym.Space:
+        entry = self._spaces.get(agent)
+        if entry is None or entry[0] is not space:
+            own = copy.deepcopy(space)
+            own.seed(int(self.rng.integers(2**31 - 1)))
+            entry = (space, own)
+            self._spaces[agent] = entry
+        return entry[1]
