@@ -8,6 +8,8 @@ working in code that never heard of marlhub::
     ├── UnknownEnvError          (KeyError)     an id nobody registered
     ├── EnvRegistrationError     (ValueError)   a bad or taken name at register time
     ├── EnvCreationError         (RuntimeError) a creator raised; id and config attached
+    ├── EntryPointError          (ImportError)  a ``marlhub.envs`` entry point that does not load
+    ├── EnvContractError         (RuntimeError) an env broke a contract rule while being driven
     ├── ConfigError              (ValueError)   config keys or values an env does not accept
     ├── MissingDependencyError   (ImportError)  an optional backend is not installed
     ├── ProtocolError            (TypeError)    an object does not follow the MultiAgentEnv protocol
@@ -38,6 +40,8 @@ from typing import Any
 __all__ = [
     "ActionError",
     "ConfigError",
+    "EntryPointError",
+    "EnvContractError",
     "EnvCreationError",
     "EnvRegistrationError",
     "MarlhubError",
@@ -132,6 +136,52 @@ class EnvCreationError(MarlhubError, RuntimeError):
         )
 
 
+class EntryPointError(MarlhubError, ImportError):
+    """An entry point of group ``marlhub.envs`` that cannot be loaded into an env creator.
+
+    Attributes:
+        env_id: the entry point's name, the id it would register.
+        value: what it points at, ``module:attr``.
+        distribution: the distribution that declares it ("" when unknown).
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        value: str,
+        distribution: str,
+        problem: str,
+        *,
+        group: str = "marlhub.envs",
+    ) -> None:
+        self.env_id = env_id
+        self.value = value
+        self.distribution = distribution
+        owner = f"distribution {distribution!r}" if distribution else "an unknown distribution"
+        super().__init__(
+            f"The entry point {env_id} = {value} (group {group!r}, from {owner}) cannot be "
+            f"loaded: {problem}. Reinstall or fix that package, or uninstall it to drop the id; "
+            f"marlhub.register_env({env_id!r}, creator) registers a replacement."
+        )
+
+
+class EnvContractError(MarlhubError, RuntimeError):
+    """An env broke a rule of the contract while marlhub was driving it.
+
+    Attributes:
+        env_name: the env's class name (or id).
+        rule: the id of the broken rule (see ``marlhub.conformance.rules``).
+    """
+
+    def __init__(self, env_name: str, rule: str, problem: str) -> None:
+        self.env_name = env_name
+        self.rule = rule
+        super().__init__(
+            f"{env_name} broke the contract rule {rule!r}: {problem}. "
+            "Run `marlhub check` on it for a full report."
+        )
+
+
 class ConfigError(MarlhubError, ValueError):
     """Config keys or values an env does not accept.
 
@@ -148,13 +198,14 @@ class ConfigError(MarlhubError, ValueError):
         *,
         unknown: Sequence[str] = (),
         accepted: Sequence[str] = (),
+        fix: str = "",
     ) -> None:
         self.env_id = env_id
         self.unknown = list(unknown)
         self.accepted = list(accepted)
-        if self.accepted:
+        if not fix and self.accepted:
             fix = f"Accepted keys: {_quote_list(sorted(self.accepted), limit=40)}."
-        else:
+        elif not fix:
             fix = "This env takes no config keys; pass config=None."
         super().__init__(f"Bad config for {env_id!r}: {problem}. {fix}")
 
