@@ -257,6 +257,15 @@ def is_multi_agent_env(obj: Any) -> bool:
     """
     if isinstance(obj, MultiAgentEnv):
         return True
-    if isinstance(obj, type):
+    if isinstance(obj, type) or _is_foreign_env(obj):
         return False
     return not missing_protocol_members(obj)
+
+
+#: Base classes of other APIs whose instances quack like hub envs (reset, step,
+#: possible_agents, per-agent spaces) but return differently shaped results.
+_FOREIGN_BASES = {("pettingzoo.utils.env", "AECEnv"), ("pettingzoo.utils.env", "ParallelEnv")}
+
+
+def _is_foreign_env(obj: Any) -> bool:
+    return any((c.__module__, c.__name__) in _FOREIGN_BASES for c in type(obj).__mro__)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from marlhub.core import is_multi_agent_env, missing_protocol_members
+from marlhub.core import MultiAgentEnv, is_multi_agent_env, missing_protocol_members
 from marlhub.errors import ProtocolError
 
 __all__ = ["SOURCE_KINDS", "to_hub"]
@@ -41,12 +41,16 @@ def to_hub(obj: Any, **options: Any) -> Any:
     Raises:
         ProtocolError: ``obj`` is of no kind marlhub can adapt.
     """
-    if is_multi_agent_env(obj):
+    if isinstance(obj, MultiAgentEnv):
         return obj
+    # Foreign kinds first: a PettingZoo env has reset/step/possible_agents too,
+    # so duck typing alone would take it for a hub env.
     for module_name, test_name, convert_name in SOURCE_KINDS:
         module = importlib.import_module(module_name)
         if getattr(module, test_name)(obj):
             return getattr(module, convert_name)(obj, **options)
+    if is_multi_agent_env(obj):
+        return obj
     raise ProtocolError(
         obj,
         missing_protocol_members(obj),
