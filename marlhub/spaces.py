@@ -21,8 +21,8 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any, Optional
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional, Union
 
 import gymnasium as gym
 import numpy as np
@@ -153,10 +153,11 @@ class ActionSampler:
     spaces and the same seed gives the same actions.
 
     Args:
-        seed: seeds the sampler; None draws fresh entropy.
+        seed: seeds the sampler (an int or a sequence of ints, as numpy's
+            ``default_rng`` takes); None draws fresh entropy.
     """
 
-    def __init__(self, seed: Optional[int] = None) -> None:
+    def __init__(self, seed: Union[int, Sequence[int], None] = None) -> None:
         self.rng = np.random.default_rng(seed)
         self._spaces: dict[Any, tuple[gym.Space, gym.Space]] = {}
 

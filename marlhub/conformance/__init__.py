@@ -1,6 +1,20 @@
-"""The conformance suite: the contract of DESIGN.md section 2, checked rule by rule."""
+"""The conformance suite: the contract of DESIGN.md section 2, checked rule by rule.
+
+* :func:`check` plays seeded random legal episodes on a target and returns a
+  :class:`Report` of :class:`Finding` objects (rule id, severity, message,
+  episode, step, agent and a :class:`Reproducer`).
+* :func:`assert_conforms` raises ``AssertionError`` with the readable report,
+  for users' own test suites.
+* :data:`RULES` holds every rule id with its severity and summary.
+
+Example:
+    >>> from marlhub.conformance import check
+    >>> check("traffic", episodes=3).ok
+    True
+"""
 
 from marlhub.conformance.report import Finding, Report, Reproducer
 from marlhub.conformance.rules import RULES, Rule
+from marlhub.conformance.suite import assert_conforms, check
 
-__all__ = ["RULES", "Finding", "Report", "Reproducer", "Rule"]
+__all__ = ["RULES", "Finding", "Report", "Reproducer", "Rule", "assert_conforms", "check"]

@@ -1,0 +1,520 @@
+"""The episode driver: plays seeded random legal episodes and judges every call.
+
+For each episode the driver resets with ``seed + episode``, sends one random
+legal action (action masks honoured, from the obs dict or from infos) for each
+actor, records every transition and runs the per-transition checks of
+:mod:`marlhub.conformance.checks` on it. It then replays the episode with the
+same seed and actions to check reproducibility. Once per target it checks the
+spaces, the ``reset`` signature, and what ``step`` does after the episode has
+ended (and, when it can build a fresh env, before any reset).
+
+The env under test is only ever reset and stepped; the driver never seeds its
+spaces nor touches its attributes. A misbehaving env (an exception, a
+malformed return, a hang) becomes a finding; the driver goes on with the next
+episode.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import gymnasium as gym
+
+from marlhub.conformance import rules
+from marlhub.conformance.checks import TRANSITION_CHECKS, SpaceCache, Transition
+from marlhub.conformance.equivalence import why_different
+from marlhub.conformance.report import Finding, Report, Reproducer
+from marlhub.spaces import ActionSampler, find_action_mask
+
+__all__ = ["CheckOptions", "Driver", "EnvTimeout"]
+
+#: Findings kept per rule and target; the rest are counted, not stored.
+MAX_FINDINGS_PER_RULE = 25
+
+
+class EnvTimeout(BaseException):
+    """Raised inside the driver when a target runs past its time limit.
+
+    A BaseException, so an env's own ``except Exception`` cannot swallow it.
+    """
+
+
+@dataclass
+class CheckOptions:
+    """How to check one target.
+
+    Attributes:
+        episodes: how many seeded episodes to play.
+        seed: the first episode's seed; episode i uses ``seed + i``.
+        max_steps: the step budget of one episode (``episode.ends`` past it).
+        strict: warnings count against ``ok`` and ``episode.step_after_end`` is an error.
+        timeout: seconds for the whole target, None for no limit.
+        replay: whether to replay each episode to check ``seed.reproducible``.
+    """
+
+    episodes: int = 20
+    seed: int = 0
+    max_steps: int = 1000
+    strict: bool = False
+    timeout: Optional[float] = None
+    replay: bool = True
+
+
+@dataclass
+class _Episode:
+    """What one played episode left behind."""
+
+    seed: int
+    actions: list[dict[Any, Any]] = field(default_factory=list)
+    # (obs, rewards, terminateds, truncateds) per transition, reset first.
+    trace: list[tuple[Any, ...]] = field(default_factory=list)
+    ended: bool = False
+    aborted: bool = False
+
+
+class _Malformed(Exception):
+    """A reset or step return that cannot be read as the protocol's dicts."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+class Driver:
+    """Checks one env against every rule of the contract.
+
+    Args:
+        env: the env under test (a hub env or anything that quacks like one).
+        name: how the target is named in the report.
+        options: how many episodes, the seed, the budget.
+        make_fresh: builds a new, never-reset instance; enables the
+            step-before-reset probe. None when the target is a single instance.
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        name: str,
+        options: CheckOptions,
+        make_fresh: Optional[Callable[[], Any]] = None,
+    ) -> None:
+        self.env = env
+        self.name = name
+        self.options = options
+        self.make_fresh = make_fresh
+        self.report = Report(name, strict=options.strict)
+        self.spaces = SpaceCache(env)
+        self._per_rule: dict[str, int] = {}
+        self.suppressed: dict[str, int] = {}
+
+    # -- reporting ----------------------------------------------------------------
+
+    def add(
+        self,
+        rule: str,
+        message: str,
+        *,
+        episode: Optional[int] = None,
+        step: Optional[int] = None,
+        agent: Any = None,
+        reproducer: Optional[Reproducer] = None,
+        severity: Optional[str] = None,
+    ) -> None:
+        """Record a finding under ``rule`` (kept up to MAX_FINDINGS_PER_RULE per rule)."""
+        count = self._per_rule.get(rule, 0) + 1
+        self._per_rule[rule] = count
+        if count > MAX_FINDINGS_PER_RULE:
+            self.suppressed[rule] = self.suppressed.get(rule, 0) + 1
+            return
+        sev = severity or rules.RULES[rule].severity
+        if rule == rules.EPISODE_STEP_AFTER_END and self.options.strict:
+            sev = "error"
+        self.report.findings.append(
+            Finding(rule, sev, message, episode=episode, step=step, agent=agent,  # type: ignore[arg-type]
+                    reproducer=reproducer)
+        )
+
+    # -- the whole check ----------------------------------------------------------
+
+    def run(self) -> Report:
+        """Play every episode and return the report; never raises for the env's faults."""
+        start = time.perf_counter()
+        try:
+            with _time_limit(self.options.timeout):
+                self._run_all()
+        except EnvTimeout:
+            self.add(rules.ENV_TIMEOUT,
+                     f"checking {self.name} took longer than its {self.options.timeout:g}s limit "
+                     f"(in episode {self.report.episodes}); an env call hangs or is very slow. "
+                     "Raise --timeout if the env is just slow, else find the call that never returns.")
+        self.report.seconds = time.perf_counter() - start
+        for rule, n in self.suppressed.items():
+            self.report.findings.append(Finding(
+                rule, rules.RULES[rule].severity if rule != rules.EPISODE_STEP_AFTER_END
+                else ("error" if self.options.strict else "warning"),
+                f"{n} more findings under {rule} were not listed (only the first "
+                f"{MAX_FINDINGS_PER_RULE} are kept).",
+            ))
+        return self.report
+
+    def _run_all(self) -> None:
+        self._probe_step_before_reset()
+        if not self._check_reset_signature() or not self._check_spaces():
+            return
+        probed_end = False
+        for episode in range(self.options.episodes):
+            played = self._play(episode)
+            self.report.episodes += 1
+            if played.ended and not probed_end:
+                probed_end = True
+                self._probe_step_after_end(episode, played)
+            if self.options.replay and not played.aborted:
+                self._replay(episode, played)
+
+    # -- target-level checks --------------------------------------------------------
+
+    def _check_reset_signature(self) -> bool:
+        try:
+            params = inspect.signature(self.env.reset).parameters
+        except (TypeError, ValueError):
+            return True  # a builtin or C method: judged by calling it
+        has_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        missing = [k for k in ("seed", "options") if k not in params and not has_var_kw]
+        if missing:
+            self.add(rules.RESET_RETURNS_DICTS,
+                     f"reset{inspect.signature(self.env.reset)} does not accept the keyword(s) "
+                     f"{missing}; define reset(self, *, seed=None, options=None) and pass seed to "
+                     "super().reset(seed=seed).")
+            return "seed" not in missing
+        return True
+
+    def _check_spaces(self) -> bool:
+        try:
+            possible = list(self.env.possible_agents)
+        except Exception as exc:
+            self.add(rules.SPACE_DEFINED,
+                     f"possible_agents cannot be read as a list ({type(exc).__name__}: {exc}); "
+                     "set self.possible_agents to every agent id that can ever appear.")
+            return False
+        if not possible:
+            self.add(rules.SPACE_DEFINED,
+                     "possible_agents is empty; set self.possible_agents to every agent id that "
+                     "can ever appear, before the first reset.")
+            return False
+        ok = True
+        for agent in possible:
+            for kind in ("observation", "action"):
+                getter = getattr(self.env, f"get_{kind}_space", None)
+                try:
+                    first = getter(agent) if getter else self.env.__dict__[f"{kind}_spaces"][agent]
+                    second = getter(agent) if getter else first
+                except Exception as exc:
+                    self.add(rules.SPACE_DEFINED,
+                             f"get_{kind}_space({agent!r}) raised {type(exc).__name__}: {exc}; "
+                             f"define {kind}_spaces for every agent in possible_agents.",
+                             agent=agent)
+                    ok = False
+                    continue
+                if not isinstance(first, gym.Space):
+                    self.add(rules.SPACE_DEFINED,
+                             f"get_{kind}_space({agent!r}) returned {first!r} "
+                             f"({type(first).__name__}), not a gymnasium Space; return a "
+                             "gymnasium.spaces.Space for every possible agent.", agent=agent)
+                    ok = ok and kind == "observation"
+                elif second is not first:
+                    self.add(rules.SPACE_DEFINED,
+                             f"get_{kind}_space({agent!r}) returned a new object on each call; "
+                             "build spaces once (in __init__) and return the same object, so "
+                             "their RNG state and identity stay stable.", agent=agent)
+        return ok
+
+    def _probe_step_before_reset(self) -> None:
+        if self.make_fresh is None:
+            return
+        try:
+            fresh = self.make_fresh()
+        except Exception:
+            return  # the main check reports what building the env does
+        self._expect_refusal(fresh, {}, "before the first reset()", episode=None, reproducer=None)
+        try:
+            fresh.close()
+        except Exception:
+            pass
+
+    def _probe_step_after_end(self, episode: int, played: _Episode) -> None:
+        last = played.actions[-1] if played.actions else {}
+        self._expect_refusal(self.env, dict(last), "after the episode ended with __all__",
+                             episode=episode,
+                             reproducer=Reproducer(played.seed, played.actions + [dict(last)]))
+
+    def _expect_refusal(self, env: Any, action: dict[Any, Any], when: str, *,
+                        episode: Optional[int], reproducer: Optional[Reproducer]) -> None:
+        try:
+            env.step(action)
+        except EnvTimeout:
+            raise
+        except Exception as exc:
+            if not str(exc).strip():
+                self.add(rules.EPISODE_STEP_AFTER_END,
+                         f"step() {when} raised {type(exc).__name__} with no message; say what "
+                         "happened and that reset() is needed.", episode=episode,
+                         reproducer=reproducer)
+            return
+        self.add(rules.EPISODE_STEP_AFTER_END,
+                 f"step() {when} returned normally instead of raising; raise an error that says "
+                 "reset() is needed (e.g. marlhub.ResetNeededError).", episode=episode,
+                 reproducer=reproducer)
+
+    # -- one episode ------------------------------------------------------------------
+
+    def _play(self, episode: int) -> _Episode:
+        seed = self.options.seed + episode
+        played = _Episode(seed)
+        sampler = ActionSampler(seed=[abs(self.options.seed), episode])
+        env = self.env
+
+        def where(step: int, agent: Any = None) -> dict[str, Any]:
+            return {"episode": episode, "step": step, "agent": agent,
+                    "reproducer": Reproducer(seed, list(played.actions))}
+
+        try:
+            possible = list(env.possible_agents)
+            agents_before = _read_agents(env)
+            result = env.reset(seed=seed, options=None)
+            obs, infos = _unpack_reset(result)
+        except EnvTimeout:
+            raise
+        except _Malformed as bad:
+            self.add(bad.rule, str(bad), **where(0))
+            played.aborted = True
+            return played
+        except Exception as exc:
+            self.add(rules.ENV_RAISED,
+                     f"reset(seed={seed}) raised {type(exc).__name__}: {exc}; reset must work for "
+                     "any seed.", **where(0))
+            played.aborted = True
+            return played
+
+        transition = Transition(
+            kind="reset", index=0, obs=obs, infos=infos, possible_agents=possible,
+            possible_now=_read_possible(env), agents_before=agents_before,
+            agents_after=_read_agents(env), appeared=frozenset(), done_before=frozenset(),
+        )
+        self._judge(transition, where(0))
+        played.trace.append((obs, {}, {}, {}))
+        appeared, done = set(obs), set()
+
+        for step in range(1, self.options.max_steps + 1):
+            actors = transition.actors
+            if not actors:
+                played.aborted = True  # turn.actors_exist was reported; nothing to send
+                return played
+            try:
+                actions = self._choose(actors, transition.obs, transition.infos, sampler,
+                                       where(step))
+            except _Malformed:
+                played.aborted = True  # space.defined was reported
+                return played
+            played.actions.append(actions)
+            self.report.steps += 1
+            agents_before = _read_agents(env)
+            try:
+                out = env.step(actions)
+                obs, rewards, terminateds, truncateds, infos = _unpack_step(out)
+            except EnvTimeout:
+                raise
+            except _Malformed as bad:
+                self.add(bad.rule, str(bad), **where(step))
+                played.aborted = True
+                return played
+            except Exception as exc:
+                self.add(rules.TURN_ACTIONS_ACCEPTED,
+                         f"step() raised {type(exc).__name__}: {exc} on a valid action dict "
+                         f"{_short(actions)} for exactly the actors {actors!r}; an env must accept "
+                         "one legal action per actor.", **where(step))
+                played.aborted = True
+                return played
+            transition = Transition(
+                kind="step", index=step, obs=obs, infos=infos, rewards=rewards,
+                terminateds=terminateds, truncateds=truncateds, actions=actions,
+                possible_agents=possible, possible_now=_read_possible(env),
+                agents_before=agents_before, agents_after=_read_agents(env),
+                appeared=frozenset(appeared), done_before=frozenset(done),
+            )
+            self._judge(transition, where(step))
+            played.trace.append((obs, rewards, terminateds, truncateds))
+            appeared |= set(obs)
+            done |= transition.done_now
+            if transition.over:
+                played.ended = True
+                return played
+        self.add(rules.EPISODE_ENDS,
+                 f"the episode did not end within {self.options.max_steps} steps; end it with "
+                 "__all__ (e.g. truncate at a step limit) or raise --max-steps if it is just long.",
+                 episode=episode, step=self.options.max_steps)
+        return played
+
+    def _choose(self, actors: list[Any], obs: Mapping[Any, Any], infos: Mapping[Any, Any],
+                sampler: ActionSampler, where: dict[str, Any]) -> dict[Any, Any]:
+        actions = {}
+        for agent in actors:
+            try:
+                space = self.env.get_action_space(agent)
+            except Exception as exc:
+                self.add(rules.SPACE_DEFINED,
+                         f"get_action_space({agent!r}) raised {type(exc).__name__}: {exc}",
+                         **{**where, "agent": agent})
+                raise _Malformed(rules.SPACE_DEFINED, "no action space") from exc
+            info = infos.get(agent) if isinstance(infos, Mapping) else None
+            mask = find_action_mask(obs.get(agent), info if isinstance(info, Mapping) else None)
+            if mask is not None and not mask.any():
+                self.add(rules.TURN_ACTIONS_ACCEPTED,
+                         f"the action mask of {agent!r} allows no action, yet it is asked to act; "
+                         "give every actor at least one legal action, or do not ask it to act.",
+                         **{**where, "agent": agent})
+            actions[agent] = sampler.sample(agent, space, mask)
+        return actions
+
+    def _judge(self, transition: Transition, where: dict[str, Any]) -> None:
+        for rule, check in TRANSITION_CHECKS:
+            try:
+                issues = check(transition, self.spaces)
+            except EnvTimeout:
+                raise
+            except Exception as exc:  # a value so odd that judging it raised
+                self.add(rule, f"judging this transition raised {type(exc).__name__}: {exc}",
+                         **where)
+                continue
+            for issue in issues:
+                self.add(rule, issue.message, **{**where, "agent": issue.agent},
+                         severity=issue.severity)
+
+    # -- reproducibility ------------------------------------------------------------------
+
+    def _replay(self, episode: int, played: _Episode) -> None:
+        env = self.env
+        steps: list[tuple[Any, ...]] = []
+        try:
+            obs, _ = _unpack_reset(env.reset(seed=played.seed, options=None))
+            steps.append((obs, {}, {}, {}))
+            for actions in played.actions:
+                o, r, te, tr, _ = _unpack_step(env.step(actions))
+                steps.append((o, r, te, tr))
+        except EnvTimeout:
+            raise
+        except Exception as exc:
+            self.add(rules.SEED_REPRODUCIBLE,
+                     f"replaying the episode with the same seed and actions raised "
+                     f"{type(exc).__name__}: {exc} after {max(len(steps) - 1, 0)} steps; the first "
+                     "run did not.",
+                     episode=episode, reproducer=Reproducer(played.seed, played.actions))
+            return
+        names = ("observations (and agent order)", "rewards", "terminateds", "truncateds")
+        for index, (first, again) in enumerate(zip(played.trace, steps)):
+            for name, a, b in zip(names, first, again):
+                reason = why_different(a, b)
+                if reason:
+                    self.add(rules.SEED_REPRODUCIBLE,
+                             f"the same seed ({played.seed}) and the same actions gave different "
+                             f"{name} at step {index} ({reason}; first run vs replay). Draw all "
+                             "randomness from self.np_random, which reset(seed=...) seeds.",
+                             episode=episode, step=index,
+                             reproducer=Reproducer(played.seed, played.actions[:index]))
+                    return
+
+
+# -- reading what the env returned ------------------------------------------------------
+
+
+def _unpack_reset(result: Any) -> tuple[Mapping[Any, Any], Mapping[Any, Any]]:
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise _Malformed(
+            rules.RESET_RETURNS_DICTS,
+            f"reset() returned {_describe(result)}; it must return a tuple (obs: dict, infos: "
+            "dict), e.g. `return obs, {}`.",
+        )
+    obs, infos = result
+    for name, value in (("obs", obs), ("infos", infos)):
+        if not isinstance(value, Mapping):
+            raise _Malformed(
+                rules.RESET_RETURNS_DICTS,
+                f"reset() returned {name} as {type(value).__name__}; both items must be dicts "
+                "keyed by agent id.",
+            )
+    return obs, infos
+
+
+def _unpack_step(result: Any) -> tuple[Mapping[Any, Any], ...]:
+    if not isinstance(result, tuple) or len(result) != 5:
+        raise _Malformed(
+            rules.STEP_RETURNS_TUPLE,
+            f"step() returned {_describe(result)}; it must return the 5-tuple (obs, rewards, "
+            "terminateds, truncateds, infos) of dicts keyed by agent id.",
+        )
+    names = ("obs", "rewards", "terminateds", "truncateds", "infos")
+    for name, value in zip(names, result):
+        if not isinstance(value, Mapping):
+            raise _Malformed(
+                rules.STEP_RETURNS_TUPLE,
+                f"step() returned {name} as {type(value).__name__}; every item of the 5-tuple "
+                "must be a dict keyed by agent id.",
+            )
+    return result
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} items"
+    return f"a {type(value).__name__}"
+
+
+def _read_agents(env: Any) -> Optional[list[Any]]:
+    try:
+        return list(env.agents)
+    except Exception:
+        return None
+
+
+def _read_possible(env: Any) -> list[Any]:
+    try:
+        return list(env.possible_agents)
+    except Exception:
+        return []
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@contextmanager
+def _time_limit(seconds: Optional[float]) -> Iterator[None]:
+    """Raise EnvTimeout in this thread after ``seconds`` (POSIX main thread only)."""
+    usable = (
+        seconds is not None and math.isfinite(seconds) and seconds > 0
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise EnvTimeout()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+

@@ -1,0 +1,147 @@
+"""The Python face of the conformance suite: :func:`check` and :func:`assert_conforms`.
+
+Example:
+    >>> report = check("tic_tac_toe", episodes=5)
+    >>> report.ok, report.episodes
+    (True, 5)
+    >>> assert_conforms("rock_paper_scissors", episodes=3)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from marlhub.conformance import rules
+from marlhub.conformance.driver import CheckOptions, Driver, EnvTimeout, _time_limit
+from marlhub.conformance.report import Finding, Report
+from marlhub.conformance.targets import resolve_target
+from marlhub.registry import EnvContext, Registry, default_registry
+from marlhub.registry.ids import split_id
+
+__all__ = ["DEFAULT_MAX_STEPS", "assert_conforms", "check"]
+
+#: Step budget of one episode unless told otherwise.
+DEFAULT_MAX_STEPS = 1000
+
+
+def check(
+    target: Any,
+    *,
+    episodes: int = 20,
+    seed: int = 0,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    strict: bool = False,
+    timeout: Optional[float] = None,
+    against_native: bool = False,
+    registry: Optional[Registry] = None,
+    name: Optional[str] = None,
+) -> Report:
+    """Check ``target`` against every rule of the contract and return the report.
+
+    Plays ``episodes`` episodes with random legal actions (episode i seeded
+    ``seed + i``), judges every reset and step, replays each episode to check
+    reproducibility, and probes what ``step`` does after the end. It never
+    stops at the first finding, and an env that raises, returns garbage or
+    hangs produces findings, not exceptions.
+
+    Args:
+        target: an env, an env class or factory, a registry id, or a
+            ``"module:attr"`` / ``"path/file.py:attr"`` string.
+        episodes: how many episodes to play.
+        seed: the seed of the first episode.
+        max_steps: the step budget of one episode; an episode still running
+            then is reported under ``episode.ends`` (a warning).
+        strict: count warnings as failures, and ``episode.step_after_end`` as an error.
+        timeout: seconds for the whole target (interrupts Python code on the
+            main thread of POSIX systems; ``marlhub check --jobs`` also ends
+            hangs in native code).
+        against_native: also compare the env with its native twin in lockstep
+            (registry ids of a family that supports it).
+        registry: where ids are resolved; the default registry when None.
+        name: how the target is named in the report; its string form when None.
+
+    Returns:
+        The :class:`~marlhub.conformance.report.Report`.
+
+    Raises:
+        TargetError, UnknownEnvError, EnvCreationError, ConfigError: the target
+            cannot be loaded or built.
+    """
+    if episodes < 1 or max_steps < 1:
+        raise ValueError(
+            f"check() needs episodes >= 1 and max_steps >= 1, got episodes={episodes}, "
+            f"max_steps={max_steps}."
+        )
+    resolved = resolve_target(target, registry)
+    options = CheckOptions(
+        episodes=episodes, seed=seed, max_steps=max_steps, strict=strict, timeout=timeout
+    )
+    env = resolved.build()
+    try:
+        driver = Driver(env, name or resolved.name, options,
+                        make_fresh=resolved.build if resolved.fresh else None)
+        report = driver.run()
+    finally:
+        _close(env)
+    if against_native:
+        report.findings.extend(
+            _lockstep(resolved.registry_id, options, registry or default_registry())
+        )
+    return report
+
+
+def _lockstep(env_id: Optional[str], options: CheckOptions, registry: Registry) -> list[Finding]:
+    family_name, rest = split_id(env_id) if env_id else (None, "")
+    family = registry.families.get(family_name) if family_name else None
+    compare = getattr(family, "lockstep", None)
+    if compare is None:
+        what = f"{env_id!r}" if env_id else "this target"
+        return [Finding(
+            rules.EQUIV_TRAJECTORY, "warning",
+            f"--against-native: {what} has no native twin to compare with (only ids of a family "
+            "such as pettingzoo/... or openspiel/... do); the lockstep comparison was skipped.",
+        )]
+    try:
+        with _time_limit(options.timeout):
+            return list(compare(rest, EnvContext(), episodes=options.episodes, seed=options.seed,
+                                max_steps=options.max_steps))
+    except EnvTimeout:
+        return [Finding(rules.ENV_TIMEOUT, "error",
+                        f"the lockstep comparison of {env_id!r} took longer than "
+                        f"{options.timeout:g}s.")]
+    except Exception as exc:
+        return [Finding(rules.ENV_RAISED, "error",
+                        f"the lockstep comparison of {env_id!r} raised {type(exc).__name__}: {exc}")]
+
+
+def _close(env: Any) -> None:
+    close = getattr(env, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # closing is best effort; the report is what matters
+            pass
+
+
+def assert_conforms(target: Any, **options: Any) -> Report:
+    """Check ``target`` and raise ``AssertionError`` with the readable report if it fails.
+
+    Meant for users' own test suites::
+
+        def test_my_env_conforms():
+            assert_conforms(MyEnv, episodes=50)
+
+    Args:
+        target: anything :func:`check` accepts.
+        options: keyword arguments of :func:`check`.
+
+    Returns:
+        The report, when it passes (warnings may be in it).
+
+    Raises:
+        AssertionError: the report is not ok.
+    """
+    report = check(target, **options)
+    if not report.ok:
+        raise AssertionError("the env breaks the MultiAgentEnv contract:\n" + str(report))
+    return report

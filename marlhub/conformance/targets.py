@@ -1,0 +1,192 @@
+"""What can be checked, and how a target string becomes envs.
+
+A target is one of:
+
+* an env object (a hub env, an RLlib ``MultiAgentEnv``, or an env of any API
+  :func:`marlhub.adapters.to_hub` adapts, e.g. a PettingZoo env);
+* an env class, or a factory taking no argument or a ``config``;
+* a string: a registry id (``"tic_tac_toe"``, ``"openspiel/kuhn_poker"``), a glob
+  over registry ids (``"openspiel/*"``), ``"package.module:attr"`` or
+  ``"path/to/file.py:attr"``, where attr names any of the above.
+
+Example:
+    >>> targets = expand_target_strings(["tic_tac_t*", "rock_paper_scissors"])
+    >>> targets
+    ['tic_tac_toe', 'rock_paper_scissors']
+    >>> resolve_target("tic_tac_toe").registry_id
+    'tic_tac_toe'
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from marlhub.adapters import to_hub
+from marlhub.errors import MarlhubError, TargetError
+from marlhub.registry import EnvContext, Registry, default_registry
+
+__all__ = ["Target", "expand_target_strings", "is_glob", "resolve_target"]
+
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass
+class Target:
+    """A checkable target: its display name and how to get an env of it.
+
+    Attributes:
+        name: how the target appears in reports (the string as given, or a repr).
+        build: returns the env to check, converted to the hub.
+        fresh: whether ``build`` returns a new instance on every call (a class,
+            factory or id) rather than one given instance.
+        registry_id: the registry id, when the target is one (for --against-native).
+    """
+
+    name: str
+    build: Callable[[], Any]
+    fresh: bool
+    registry_id: Optional[str] = None
+
+
+def is_glob(text: str) -> bool:
+    """Tell whether a target string is a glob over registry ids."""
+    return ":" not in text and bool(_GLOB_CHARS & set(text))
+
+
+def expand_target_strings(
+    targets: Sequence[str], registry: Optional[Registry] = None
+) -> list[str]:
+    """Expand globs over registry ids; keep every other target string as it is.
+
+    Raises:
+        TargetError: a glob that matches no registered id.
+    """
+    reg = registry or default_registry()
+    expanded: list[str] = []
+    for text in targets:
+        if is_glob(text):
+            matches = reg.registered(text)
+            if not matches:
+                raise TargetError(
+                    text, "the glob matches no registered id",
+                    "Run `marlhub list` to see the ids, and quote globs so the shell does not "
+                    "expand them.",
+                )
+            expanded.extend(m for m in matches if m not in expanded)
+        elif text not in expanded:
+            expanded.append(text)
+    return expanded
+
+
+def resolve_target(target: Any, registry: Optional[Registry] = None) -> Target:
+    """Turn any accepted form of target into a :class:`Target`.
+
+    Args:
+        target: an env, class, factory, or target string (not a glob; see
+            :func:`expand_target_strings`).
+        registry: where ids are looked up; the default registry when None.
+
+    Raises:
+        TargetError: the string names nothing loadable.
+    """
+    if isinstance(target, str):
+        if ":" in target:
+            return _from_object(_load_attr(target), name=target)
+        reg = registry or default_registry()
+        return Target(target, lambda: reg.make(target), fresh=True, registry_id=target)
+    return _from_object(target, name=_display_name(target))
+
+
+def _from_object(obj: Any, *, name: str) -> Target:
+    if inspect.isclass(obj) or (callable(obj) and inspect.isfunction(obj)):
+        factory = obj
+        return Target(name, lambda: to_hub(_call_factory(factory, name)), fresh=True)
+    if callable(obj) and not hasattr(obj, "step") and not hasattr(obj, "reset"):
+        factory = obj  # a functools.partial or another callable object
+        return Target(name, lambda: to_hub(_call_factory(factory, name)), fresh=True)
+    return Target(name, lambda: to_hub(obj), fresh=False)
+
+
+def _call_factory(factory: Callable[..., Any], name: str) -> Any:
+    try:
+        params = [
+            p for p in inspect.signature(factory).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and p.default is inspect.Parameter.empty
+        ]
+    except (TypeError, ValueError):
+        params = []
+    if len(params) > 1:
+        raise TargetError(
+            name, f"its factory needs {len(params)} arguments ({[p.name for p in params]})",
+            "Point at a class or function that takes no argument or one config dict.",
+        )
+    return factory(EnvContext()) if params else factory()
+
+
+def _load_attr(spec: str) -> Any:
+    where, _, attr = spec.rpartition(":")
+    if not where or not attr:
+        raise TargetError(spec, "expected 'module:attr' or 'path/to/file.py:attr'")
+    if where.endswith(".py") or "/" in where or "\\" in where:
+        module = _load_file(spec, Path(where))
+    else:
+        try:
+            module = importlib.import_module(where)
+        except MarlhubError:
+            raise
+        except Exception as exc:
+            raise TargetError(
+                spec, f"importing module {where!r} failed ({type(exc).__name__}: {exc})",
+                "Check the module name and that it is importable from the current directory.",
+            ) from exc
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            public = sorted(n for n in dir(module) if not n.startswith("_"))
+            raise TargetError(
+                spec, f"{where!r} has no attribute {attr!r}",
+                f"Its public names are: {', '.join(public[:30]) or '(none)'}.",
+            )
+        obj = getattr(obj, part)
+    return obj
+
+
+def _load_file(spec: str, path: Path) -> Any:
+    if not path.is_file():
+        raise TargetError(spec, f"there is no file {str(path)!r}",
+                          "Give a path relative to the current directory, or an absolute one.")
+    module_name = f"_marlhub_target_{abs(hash(str(path.resolve())))}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise TargetError(spec, f"{str(path)!r} cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module
+    # Let the file import its neighbours, as `python path/to/file.py` would.
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[module_name]
+        raise TargetError(
+            spec, f"running {str(path)!r} raised {type(exc).__name__}: {exc}",
+            "Fix the error in the file; it must import cleanly.",
+        ) from exc
+    finally:
+        sys.path.remove(str(path.resolve().parent))
+    return module
+
+
+def _display_name(obj: Any) -> str:
+    if inspect.isclass(obj) or inspect.isfunction(obj):
+        return f"{obj.__module__}:{obj.__qualname__}"
+    return f"{type(obj).__module__}:{type(obj).__qualname__} instance"
