@@ -114,6 +114,8 @@ class Driver:
         self.spaces = SpaceCache(env)
         self._per_rule: dict[str, int] = {}
         self.suppressed: dict[str, int] = {}
+        # reset() keywords the env takes; a missing `options` is reported once, not per call.
+        self._reset_options: dict[str, Any] = {"options": None}
 
     # -- reporting ----------------------------------------------------------------
 
@@ -188,6 +190,8 @@ class Driver:
             return True  # a builtin or C method: judged by calling it
         has_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
         missing = [k for k in ("seed", "options") if k not in params and not has_var_kw]
+        if "options" in missing:
+            self._reset_options = {}
         if missing:
             self.add(rules.RESET_RETURNS_DICTS,
                      f"reset{inspect.signature(self.env.reset)} does not accept the keyword(s) "
@@ -288,8 +292,7 @@ class Driver:
         try:
             possible = list(env.possible_agents)
             agents_before = _read_agents(env)
-            result = env.reset(seed=seed, options=None)
-            obs, infos = _unpack_reset(result)
+            obs, infos = _unpack_reset(env.reset(seed=seed, **self._reset_options))
         except EnvTimeout:
             raise
         except _Malformed as bad:
@@ -403,7 +406,7 @@ class Driver:
         env = self.env
         steps: list[tuple[Any, ...]] = []
         try:
-            obs, _ = _unpack_reset(env.reset(seed=played.seed, options=None))
+            obs, _ = _unpack_reset(env.reset(seed=played.seed, **self._reset_options))
             steps.append((obs, {}, {}, {}))
             for actions in played.actions:
                 o, r, te, tr, _ = _unpack_step(env.step(actions))

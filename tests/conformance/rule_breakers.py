@@ -1,0 +1,285 @@
+"""Small envs for testing the conformance suite: one that keeps every rule, and one per rule
+that breaks only that rule (each a subclass changing as little as possible)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from marlhub import MultiAgentEnv, ResetNeededError
+
+
+class Duel(MultiAgentEnv):
+    """Two agents that alternate turns ('a' first), then both act in the last step.
+
+    Keeps every rule. An episode lasts ``LENGTH`` steps: step k (1-based) is
+    taken by 'a' if k is odd, 'b' if even; after LENGTH-1 steps both act, and
+    the episode terminates. Each step gives both agents a reward (the idle one
+    too). Observations are float32 boxes holding the step count.
+    """
+
+    LENGTH = 6
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__()
+        self.possible_agents = ["a", "b"]
+        self.agents = []
+        self.observation_spaces = {
+            a: gym.spaces.Box(0.0, 100.0, (2,), np.float32) for a in self.possible_agents
+        }
+        self.action_spaces = {a: gym.spaces.Discrete(3) for a in self.possible_agents}
+        self.t = 0
+        self.over = True
+
+    def _obs(self, agent: str) -> np.ndarray:
+        return np.array([self.t, self.possible_agents.index(agent)], np.float32)
+
+    def _actors(self) -> list[str]:
+        if self.t == self.LENGTH - 1:
+            return ["a", "b"]
+        return ["a"] if self.t % 2 == 0 else ["b"]
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        self.over = False
+        self.agents = list(self.possible_agents)
+        return {a: self._obs(a) for a in self._actors()}, {}
+
+    def step(self, action_dict: dict) -> tuple[dict, dict, dict, dict, dict]:
+        if self.over:
+            raise ResetNeededError(type(self).__name__)
+        if sorted(action_dict) != sorted(self._actors()):
+            raise ValueError(f"expected actions for {self._actors()}, got {sorted(action_dict)}")
+        self.t += 1
+        rewards = {a: float(action_dict.get(a, 0)) - 1.0 for a in self.agents}
+        if self.t >= self.LENGTH:
+            self.over = True
+            obs = {a: self._obs(a) for a in self.agents}
+            self.agents = []
+            return obs, rewards, {"__all__": True}, {"__all__": False}, {}
+        obs = {a: self._obs(a) for a in self._actors()}
+        return obs, rewards, {"__all__": False}, {"__all__": False}, {}
+
+
+# -- one env per rule ------------------------------------------------------------------
+
+
+class ResetReturnsObsOnly(Duel):
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        return super().reset(seed=seed, options=options)[0]
+
+
+class ResetWithoutOptions(Duel):
+    def reset(self, *, seed: Any = None) -> Any:  # type: ignore[override]
+        return super().reset(seed=seed)
+
+
+class StepReturnsGymFourTuple(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        return obs, rew, {k: term.get(k, False) or trunc.get(k, False) for k in term}, info
+
+
+class StepReturnsListObs(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        return list(obs.values()), rew, term, trunc, info
+
+
+class RewardsUnknownAgent(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        rew["referee"] = 0.0
+        return obs, rew, term, trunc, info
+
+
+class AgentsMissActor(Duel):
+    """Never lists 'b' in agents, though 'b' acts."""
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        result = super().reset(seed=seed, options=options)
+        self.agents = ["a"]
+        return result
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        if not term["__all__"]:
+            self.agents = ["a"]
+        return obs, {k: v for k, v in rew.items() if k == "a" or k in action_dict}, term, trunc, info
+
+
+class NewSpaceEachCall(Duel):
+    def get_observation_space(self, agent_id: Any) -> gym.Space:
+        return gym.spaces.Box(0.0, 100.0, (2,), np.float32)
+
+
+class Float64Obs(Duel):
+    def _obs(self, agent: str) -> np.ndarray:
+        return super()._obs(agent).astype(np.float64)
+
+
+class RaisesOnAction2(Duel):
+    def step(self, action_dict: dict) -> Any:
+        if 2 in action_dict.values():
+            raise IndexError("action 2 is not implemented")
+        return super().step(action_dict)
+
+
+class MaskAllowsNothing(Duel):
+    """Puts an all-zero action mask for 'b' in infos: 'b' is asked to act but may not."""
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        obs, infos = super().reset(seed=seed, options=options)
+        return obs, self._masks(obs)
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, _ = super().step(action_dict)
+        return obs, rew, term, trunc, self._masks(obs)
+
+    def _masks(self, obs: dict) -> dict:
+        return {a: {"action_mask": np.array([1, 1, 1] if a == "a" else [0, 0, 0], np.int8)}
+                for a in obs}
+
+
+class NobodyActsAtStep3(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        if self.t == 3:
+            return {}, {k: v for k, v in rew.items()}, term, trunc, info
+        return obs, rew, term, trunc, info
+
+
+class NoAllInTruncateds(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        return obs, rew, term, {}, info
+
+
+class IntDoneFlags(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        return obs, rew, {"__all__": int(term["__all__"])}, trunc, info
+
+
+class AllDoneButNoAll(Duel):
+    """Terminates both agents individually at the end but never sets __all__."""
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        if term["__all__"]:
+            self.over = True
+            return obs, rew, {"a": True, "b": True, "__all__": False}, trunc, info
+        return obs, rew, term, trunc, info
+
+
+class RewardsDeadAgent(Duel):
+    """'b' terminates at step 2 (with a final obs) but keeps getting rewards; 'a' plays on."""
+
+    def _actors(self) -> list[str]:
+        return ["a"] if self.t >= 2 else super()._actors()
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        if self.t == 2:
+            obs["b"] = self._obs("b")
+            term = {**term, "b": True}
+            self.agents = [a for a in self.agents if a != "b"]
+        elif self.t > 2:
+            rew["b"] = 0.0  # after 'b' is done: RLlib raises on this
+        return obs, rew, term, trunc, info
+
+
+class TruncatesWithoutObs(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        if term["__all__"]:
+            return {}, rew, {"__all__": False}, {"__all__": True}, info
+        return obs, rew, term, trunc, info
+
+
+class ActorWithoutReward(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        return obs, {k: v for k, v in rew.items() if k == "a"}, term, trunc, info
+
+
+class BoolReward(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        return obs, {k: v > 0 for k, v in rew.items()}, term, trunc, info
+
+
+class NanReward(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        rew["a"] = float("nan")
+        return obs, rew, term, trunc, info
+
+
+class RewardsAbsentAgent(Duel):
+    """'c' is possible but never takes part (never in agents, never observed), yet is rewarded."""
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        self.possible_agents = ["a", "b", "c"]
+        self.observation_spaces["c"] = self.observation_spaces["a"]
+        self.action_spaces["c"] = self.action_spaces["a"]
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        result = super().reset(seed=seed, options=options)
+        self.agents = ["a", "b"]
+        return result
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        rew["c"] = 1.0
+        return obs, rew, term, trunc, info
+
+
+class InfoForIdleAgent(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        return obs, rew, term, trunc, {a: {"note": 1} for a in self.possible_agents}
+
+
+class InfoNotDict(Duel):
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        return obs, rew, term, trunc, {a: 1 for a in obs}
+
+
+class GlobalRandomRewards(Duel):
+    """Draws a reward from numpy's global RNG, which reset(seed=...) does not seed."""
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        rew = {k: v + float(np.random.randint(1000)) for k, v in rew.items()}
+        return obs, rew, term, trunc, info
+
+
+class NeverEnds(Duel):
+    LENGTH = 10**9
+
+
+class StepAfterEndWorks(Duel):
+    def step(self, action_dict: dict) -> Any:
+        if self.over:  # answers instead of raising
+            return {}, {}, {"__all__": True}, {"__all__": False}, {}
+        return super().step(action_dict)
+
+
+class ResetRaises(Duel):
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        raise RuntimeError("no board")
+
+
+class HangsAtStep2(Duel):
+    def step(self, action_dict: dict) -> Any:
+        if self.t == 1:
+            while True:
+                time.sleep(0.01)
+        return super().step(action_dict)

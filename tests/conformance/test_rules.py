@@ -1,0 +1,135 @@
+"""Every rule of the contract is reported on an env that breaks it, and only that rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from marlhub.conformance import RULES, check
+from marlhub.conformance import rules as R
+from tests.conformance import rule_breakers as B
+
+# (env class, the one rule it breaks, check() options)
+BREAKERS = [
+    (B.ResetReturnsObsOnly, R.RESET_RETURNS_DICTS, {}),
+    (B.ResetWithoutOptions, R.RESET_RETURNS_DICTS, {}),
+    (B.StepReturnsGymFourTuple, R.STEP_RETURNS_TUPLE, {}),
+    (B.StepReturnsListObs, R.STEP_RETURNS_TUPLE, {}),
+    (B.RewardsUnknownAgent, R.IDS_KNOWN, {}),
+    (B.AgentsMissActor, R.IDS_AGENTS_CONSISTENT, {}),
+    (B.NewSpaceEachCall, R.SPACE_DEFINED, {}),
+    (B.Float64Obs, R.OBS_IN_SPACE, {}),
+    (B.RaisesOnAction2, R.TURN_ACTIONS_ACCEPTED, {}),
+    (B.MaskAllowsNothing, R.TURN_ACTIONS_ACCEPTED, {}),
+    (B.NobodyActsAtStep3, R.TURN_ACTORS_EXIST, {}),
+    (B.NoAllInTruncateds, R.DONE_ALL_PRESENT, {}),
+    (B.IntDoneFlags, R.DONE_FLAGS_BOOL, {}),
+    (B.AllDoneButNoAll, R.DONE_ALL_CONSISTENT, {}),
+    (B.RewardsDeadAgent, R.DONE_FINAL, {}),
+    (B.TruncatesWithoutObs, R.DONE_TRUNCATION_HAS_OBS, {}),
+    (B.ActorWithoutReward, R.REWARD_PRESENT, {}),
+    (B.BoolReward, R.REWARD_SCALAR, {}),
+    (B.NanReward, R.REWARD_SCALAR, {}),
+    (B.RewardsAbsentAgent, R.REWARD_ANY_AGENT, {}),
+    (B.InfoForIdleAgent, R.INFO_KEYS, {}),
+    (B.InfoNotDict, R.INFO_KEYS, {}),
+    (B.GlobalRandomRewards, R.SEED_REPRODUCIBLE, {}),
+    (B.NeverEnds, R.EPISODE_ENDS, {"max_steps": 30}),
+    (B.StepAfterEndWorks, R.EPISODE_STEP_AFTER_END, {}),
+    (B.ResetRaises, R.ENV_RAISED, {}),
+    (B.HangsAtStep2, R.ENV_TIMEOUT, {"timeout": 0.5}),
+]
+
+
+def test_the_well_behaved_env_keeps_every_rule() -> None:
+    report = check(B.Duel, episodes=5, strict=True)
+    assert report.ok, str(report)
+    assert report.findings == []
+    assert report.steps == 5 * B.Duel.LENGTH
+
+
+def test_every_contract_rule_has_a_breaker() -> None:
+    covered = {rule for _, rule, _ in BREAKERS}
+    lockstep = {R.EQUIV_TRAJECTORY, R.EQUIV_RETURNS}  # tested with the adapters
+    assert set(RULES) - lockstep <= covered
+
+
+@pytest.mark.parametrize(("env_cls", "rule", "options"), BREAKERS,
+                         ids=[f"{c.__name__}-{r}" for c, r, _ in BREAKERS])
+def test_breaker_is_reported_under_its_rule_only(env_cls: type, rule: str, options: dict) -> None:
+    report = check(env_cls, episodes=3, **options)
+    assert report.rules_broken() == [rule], str(report)
+    expected_severity = RULES[rule].severity
+    assert {f.severity for f in report.findings} == {expected_severity}
+    assert report.ok == (expected_severity == "warning")
+    for finding in report.findings:
+        assert finding.message.endswith(".") or finding.message.endswith(")"), finding.message
+
+
+def test_strict_mode_fails_on_warnings_and_makes_step_after_end_an_error() -> None:
+    report = check(B.StepAfterEndWorks, episodes=2, strict=True)
+    assert not report.ok
+    # Probed twice: on a fresh instance before any reset, and after the first episode ended.
+    assert [(f.severity, f.episode) for f in report.findings] == [("error", None), ("error", 0)]
+    assert "before the first reset()" in report.findings[0].message
+    assert "after the episode ended" in report.findings[1].message
+    assert not check(B.NeverEnds, episodes=1, max_steps=10, strict=True).ok
+
+
+def test_findings_point_at_episode_step_and_agent() -> None:
+    report = check(B.Float64Obs, episodes=2)
+    first = report.findings[0]
+    assert (first.episode, first.step, first.agent) == (0, 0, "a")
+    assert "float64" in first.message and "float32" in first.message
+
+
+@pytest.mark.parametrize(("env_cls", "rule", "check_replay"), [
+    (B.Float64Obs, R.OBS_IN_SPACE, lambda result, f: result[0][f.agent].dtype.name == "float64"),
+    (B.RewardsDeadAgent, R.DONE_FINAL, lambda result, f: "b" in result[1]),
+    (B.BoolReward, R.REWARD_SCALAR, lambda result, f: isinstance(result[1][f.agent], bool)),
+    (B.TruncatesWithoutObs, R.DONE_TRUNCATION_HAS_OBS,
+     lambda result, f: result[3]["__all__"] and f.agent not in result[0]),
+])
+def test_reproducer_replays_the_failure_on_a_fresh_env(env_cls: type, rule: str, check_replay) -> None:
+    report = check(env_cls, episodes=2, seed=7)
+    finding = report.by_rule()[rule][0]
+    assert finding.reproducer is not None
+    assert finding.reproducer.seed == 7 + finding.episode
+    assert len(finding.reproducer.actions) == finding.step
+    result = finding.reproducer.replay(env_cls())
+    assert check_replay(result, finding)
+
+
+def test_the_suite_goes_on_after_findings_and_counts_every_episode() -> None:
+    report = check(B.ResetRaises, episodes=4)
+    assert report.episodes == 4
+    assert len(report.by_rule()[R.ENV_RAISED]) == 4
+
+
+def test_findings_per_rule_are_capped_and_the_rest_counted() -> None:
+    report = check(B.Float64Obs, episodes=20)
+    found = report.by_rule()[R.OBS_IN_SPACE]
+    assert len(found) == 26  # 25 kept + one line counting the rest
+    assert "more findings under obs.in_space" in found[-1].message
+
+
+def test_the_env_under_test_is_not_mutated_beyond_reset_and_step() -> None:
+    env = B.Duel()
+    space_state = env.action_spaces["a"].np_random.bit_generator.state
+    check(env, episodes=3)
+    assert env.action_spaces["a"].np_random.bit_generator.state == space_state
+    assert env.possible_agents == ["a", "b"]
+
+
+def test_docs_envs_verbatim_break_exactly_what_marlhub_fixes() -> None:
+    """The RLlib docs' examples: truncateds without __all__, global RNG for the start player."""
+    from tests.conformance.rllib_docs_envs import DocsRockPaperScissors, DocsTicTacToe
+
+    rps = check(DocsRockPaperScissors, episodes=3)
+    assert set(rps.rules_broken()) == {
+        R.DONE_ALL_PRESENT, R.IDS_AGENTS_CONSISTENT, R.EPISODE_STEP_AFTER_END,
+    }
+    assert all(f.severity == "warning" for f in rps.by_rule()[R.IDS_AGENTS_CONSISTENT])
+    assert rps.by_rule()[R.EPISODE_STEP_AFTER_END][0].severity == "warning"
+    ttt = check(DocsTicTacToe, episodes=10)
+    assert R.SEED_REPRODUCIBLE in ttt.rules_broken()
+    assert R.DONE_ALL_PRESENT in ttt.rules_broken()
