@@ -1,0 +1,49 @@
+"""The registry: env ids to creators, families of ids, and envs from installed packages.
+
+* :class:`Registry` (:mod:`~marlhub.registry.registry`): ``register``,
+  ``register_family``, ``make``, ``registered``, ``entries``, ``spec``,
+  ``unregister``; fresh instances are independent.
+* The default registry (:mod:`~marlhub.registry.default`) behind the
+  module-level :func:`register_env`, :func:`make` and :func:`registered`:
+  the built-in envs, the built-in families and the ``marlhub.envs`` entry
+  points (:mod:`~marlhub.registry.entry_points` documents the convention).
+* Ids and which names may be registered: :mod:`~marlhub.registry.ids`.
+* :class:`EnvContext`, the config a creator receives; :class:`Family`, the
+  protocol of id catalogues.
+
+Example:
+    >>> env = make("rock_paper_scissors")
+    >>> obs, infos = env.reset(seed=0)
+    >>> sorted(obs)
+    ['player1', 'player2']
+"""
+
+from __future__ import annotations
+
+from marlhub.registry.context import EnvContext
+from marlhub.registry.default import (
+    create_default_registry,
+    default_registry,
+    make,
+    register_env,
+    registered,
+)
+from marlhub.registry.entry_points import ENTRY_POINT_GROUP
+from marlhub.registry.family import Family
+from marlhub.registry.registry import Registry
+from marlhub.registry.spec import EnvSpec, Listing, RegistryProblem
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "EnvContext",
+    "EnvSpec",
+    "Family",
+    "Listing",
+    "Registry",
+    "RegistryProblem",
+    "create_default_registry",
+    "default_registry",
+    "make",
+    "register_env",
+    "registered",
+]

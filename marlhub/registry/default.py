@@ -1,0 +1,126 @@
+"""The default registry behind ``marlhub.make``, ``marlhub.register_env`` and ``marlhub list``.
+
+It is built on first use, not at import: the built-in envs of
+:data:`marlhub.envs.BUILTIN_ENVS` are registered by plain name, the built-in
+families of :data:`marlhub.registry.families.BUILTIN_FAMILIES` are
+instantiated (their backends are imported only when one of their ids is
+used), and entry points of the group ``marlhub.envs`` are discovered on the
+first look-up that needs them. A built-in family whose module fails to import
+is recorded in :attr:`Registry.problems` and named in the error when one of
+its ids is made.
+
+Example:
+    >>> "tic_tac_toe" in registered("tic*")
+    True
+    >>> env = make("tic_tac_toe", {"max_steps": 50})
+    >>> env.possible_agents
+    ['player1', 'player2']
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Mapping
+from typing import Any, Callable, Optional
+
+from marlhub.registry.entry_points import ENTRY_POINT_GROUP
+from marlhub.registry.registry import Registry
+from marlhub.registry.spec import EnvSpec, RegistryProblem
+
+__all__ = ["create_default_registry", "default_registry", "make", "register_env", "registered"]
+
+_default: Optional[Registry] = None
+_default_lock = threading.Lock()
+
+
+def create_default_registry(*, entry_point_group: Optional[str] = ENTRY_POINT_GROUP) -> Registry:
+    """Build a new registry holding what the default one holds: built-ins, families, entry points.
+
+    Args:
+        entry_point_group: the entry point group to discover; None for none.
+
+    Example:
+        >>> registry = create_default_registry(entry_point_group=None)
+        >>> registry.registered("r*", families=False)
+        ['rock_paper_scissors']
+    """
+    from marlhub.envs import BUILTIN_ENVS
+    from marlhub.registry.families import BUILTIN_FAMILIES
+
+    registry = Registry(entry_point_group=entry_point_group)
+    for name, (env_class, description) in BUILTIN_ENVS.items():
+        registry.register(name, env_class, description=description)
+    for module_name, class_name in BUILTIN_FAMILIES:
+        family_name = module_name.rsplit(".", 1)[-1]
+        try:
+            family = getattr(importlib.import_module(module_name), class_name)()
+        except Exception as exc:  # one broken built-in family must not take the others down
+            registry.record_problem(
+                RegistryProblem(
+                    f"family {family_name!r}",
+                    f"{module_name}.{class_name} failed to load ({type(exc).__name__}: {exc})",
+                    family=family_name,
+                    error=exc,
+                )
+            )
+            continue
+        registry.register_family(family)
+    return registry
+
+
+def default_registry() -> Registry:
+    """Return the process-wide registry, building it on first call.
+
+    Example:
+        >>> default_registry() is default_registry()
+        True
+    """
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = create_default_registry()
+    return _default
+
+
+def register_env(
+    name: str,
+    creator: Callable[..., Any],
+    *,
+    overwrite: bool = False,
+    description: Optional[str] = None,
+) -> EnvSpec:
+    """Register ``creator`` under ``name`` in the default registry (see :meth:`Registry.register`).
+
+    Example:
+        >>> from marlhub.envs import TicTacToe
+        >>> spec = register_env("short_tic_tac_toe", lambda config: TicTacToe({"max_steps": 4}))
+        >>> make("short_tic_tac_toe").possible_agents
+        ['player1', 'player2']
+        >>> default_registry().unregister("short_tic_tac_toe")
+    """
+    return default_registry().register(
+        name, creator, overwrite=overwrite, description=description
+    )
+
+
+def make(env_id: str, config: Optional[Mapping[str, Any]] = None) -> Any:
+    """Build ``env_id`` from the default registry as a hub env (see :meth:`Registry.make`).
+
+    Example:
+        >>> env = make("traffic", {"num_cars": 2})
+        >>> env.possible_agents
+        ['car_0', 'car_1', 'light']
+    """
+    return default_registry().make(env_id, config)
+
+
+def registered(pattern: str = "*", *, families: bool = True) -> list[str]:
+    """Return the ids of the default registry matching glob ``pattern``, sorted.
+
+    Example:
+        >>> registered("t*", families=False)
+        ['tic_tac_toe', 'traffic']
+    """
+    return default_registry().registered(pattern, families=families)
