@@ -66,7 +66,8 @@ def run_list(args: argparse.Namespace) -> int:
     listing = default_registry().listing(args.pattern)
     width = max((len(env_id) for env_id, _ in listing.entries), default=0)
     for env_id, description in listing.entries:
-        out(f"{env_id:<{width}}  {description}".rstrip())
+        first_line = description.strip().split("\n", 1)[0]
+        out(f"{env_id:<{width}}  {first_line}".rstrip())
     for problem in listing.problems:
         err(f"note: {problem}".replace("\n", " "))
     if not listing.entries:

@@ -172,3 +172,12 @@ def test_env_crash_during_run_exits_1_with_its_traceback(
     assert f"{crashing_env} raised during the rollout (seed 0)" in err
     assert "ZeroDivisionError: the env divided by zero" in err
 
+
+
+def test_list_shows_only_the_first_line_of_a_description(capsys: pytest.CaptureFixture[str]) -> None:
+    default_registry().register("test_cli_multiline", Traffic, description="first line\nsecond line")
+    try:
+        code, out, _ = run(capsys, "list", "test_cli_multiline")
+    finally:
+        default_registry().unregister("test_cli_multiline")
+    assert (code, out) == (0, "test_cli_multiline  first line\n")

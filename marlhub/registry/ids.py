@@ -9,9 +9,11 @@ Registered names (plain or with slashes) must be non-empty strings without
 whitespace, without the glob characters ``* ? [ ]`` (they would be ambiguous
 in ``marlhub list PATTERN``) and without ``:`` (``marlhub check`` reads
 ``module:attr`` as a Python target), with no empty segment (``"a//b"``,
-``"/a"``, ``"a/"``). Only families' own ``rest`` parts (such as OpenSpiel's
-``kuhn_poker(players=3)``) go beyond that, and they never go through
-registration.
+``"/a"``, ``"a/"``). A name with slashes (``"mypkg/grid-v0"``) may be
+registered as long as no registered family claims its prefix, and a family
+cannot be registered over names already under its prefix. Only families' own
+``rest`` parts (such as OpenSpiel's ``kuhn_poker(players=3)``) go beyond these
+rules, and they never go through registration.
 
 Example:
     >>> split_id("openspiel/kuhn_poker(players=3)")
