@@ -5,6 +5,7 @@ Subcommands::
     marlhub list [PATTERN]            registered ids and one-line descriptions
     marlhub run ID [--episodes N] [--seed S] [--config JSON] [--max-steps M]
                                       random legal rollouts, per-agent returns
+    marlhub check TARGET... [options] the conformance suite (marlhub.conformance.cli)
     marlhub --version
 
 Exit codes: 0 success, 1 failure (nothing matched, the env broke during a
@@ -29,7 +30,17 @@ import time
 import traceback
 from typing import Any, Optional, Sequence
 
-__all__ = ["add_list_command", "add_run_command", "build_parser", "err", "main", "out"]
+__all__ = [
+    "Progress",
+    "add_list_command",
+    "add_run_command",
+    "build_parser",
+    "err",
+    "main",
+    "out",
+    "positive_int",
+    "seed_int",
+]
 
 
 def out(text: str = "") -> None:
@@ -80,7 +91,7 @@ def run_list(args: argparse.Namespace) -> int:
 # -- run -----------------------------------------------------------------------------
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -90,7 +101,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _seed(text: str) -> int:
+def seed_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -109,13 +120,13 @@ def add_run_command(subparsers: Any) -> argparse.ArgumentParser:
         "mean return, the mean episode length and the speed.",
     )
     parser.add_argument("env_id", metavar="ID", help="a registered env id (see `marlhub list`)")
-    parser.add_argument("--episodes", type=_positive_int, default=10, metavar="N",
+    parser.add_argument("--episodes", type=positive_int, default=10, metavar="N",
                         help="episodes to play (default: 10)")
-    parser.add_argument("--seed", type=_seed, default=0, metavar="S",
+    parser.add_argument("--seed", type=seed_int, default=0, metavar="S",
                         help="episode i is seeded with S + i (default: 0)")
     parser.add_argument("--config", default=None, metavar="JSON",
                         help="the env config as a JSON object, e.g. '{\"num_cars\": 3}'")
-    parser.add_argument("--max-steps", type=_positive_int, default=None, metavar="M",
+    parser.add_argument("--max-steps", type=positive_int, default=None, metavar="M",
                         help="stop each episode after M steps")
     parser.set_defaults(func=run_run)
     return parser
@@ -135,35 +146,49 @@ def _parse_config(text: Optional[str]) -> tuple[Optional[dict[str, Any]], str]:
     return config, ""
 
 
-class _Progress:
-    """An episode counter on stderr, drawn only on a terminal and only once a run is slow."""
+class Progress:
+    """A counter on stderr, drawn only on a terminal and only once a run is slow.
+
+    Args:
+        total: how many units the run has.
+        unit: what is counted ("episodes", "targets").
+    """
 
     DELAY = 1.0  # seconds before the first draw: short runs print nothing
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, unit: str = "episodes") -> None:
         self.total = total
+        self.unit = unit
         self.enabled = sys.stderr.isatty()
         self.start = time.perf_counter()
         self.last = 0.0
         self.drawn = False
 
-    def __call__(self, done: int, steps: int) -> None:
+    def __call__(self, done: int, steps: Optional[int] = None, label: str = "") -> None:
+        """Draw ``done`` of ``total`` (with a step count or a label when given)."""
         if not self.enabled:
             return
         now = time.perf_counter()
         if now - self.start < self.DELAY or (now - self.last < 0.1 and done < self.total):
             return
         self.last = now
-        filled = 30 * done // self.total
+        filled = 30 * done // max(self.total, 1)
         bar = "#" * filled + "." * (30 - filled)
-        sys.stderr.write(f"\r[{bar}] {done}/{self.total} episodes, {steps:,} steps")
+        extra = f", {steps:,} steps" if steps is not None else (f" {label}" if label else "")
+        sys.stderr.write(f"\r[{bar}] {done}/{self.total} {self.unit}{extra}"[:79])
         sys.stderr.flush()
         self.drawn = True
 
-    def close(self) -> None:
+    def clear(self) -> None:
+        """Erase the bar (before other output); the next call draws it again."""
         if self.drawn:
             sys.stderr.write("\r" + " " * 79 + "\r")
             sys.stderr.flush()
+
+    def close(self) -> None:
+        """Erase the bar for good."""
+        self.clear()
+        self.drawn = False
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -181,7 +206,7 @@ def run_run(args: argparse.Namespace) -> int:
     except MarlhubError as exc:
         err(f"marlhub run: {exc}")
         return 2
-    progress = _Progress(args.episodes)
+    progress = Progress(args.episodes)
     try:
         stats = random_rollout(env, episodes=args.episodes, seed=args.seed,
                                max_steps=args.max_steps, on_episode=progress)
@@ -242,7 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     add_list_command(subparsers)
     add_run_command(subparsers)
-    # HOOK(check): add_check_command(subparsers), imported from marlhub.conformance.cli, goes here.
+    from marlhub.conformance.cli import add_check_command
+
+    add_check_command(subparsers)
     return parser
 
 

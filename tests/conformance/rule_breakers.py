@@ -283,3 +283,23 @@ class HangsAtStep2(Duel):
             while True:
                 time.sleep(0.01)
         return super().step(action_dict)
+
+
+class CrashesTheInterpreter(Duel):
+    """Kills its own process at the first step, as a segfault in native code would."""
+
+    def step(self, action_dict: dict) -> Any:
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+        return super().step(action_dict)
+
+
+#: An instance, for `module:attr` targets that name an env object.
+duel_instance = Duel()
+
+
+def make_duel(config: Any) -> Duel:
+    """A factory taking a config, for `module:attr` targets that name a factory."""
+    return Duel(config)

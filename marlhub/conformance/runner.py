@@ -1,0 +1,203 @@
+"""Check many targets: in this process, or in worker processes that a hang or crash cannot take down.
+
+With ``jobs=1`` targets run one after another in this process (a hang in
+Python code is ended by the per-target timeout). With ``jobs >= 2`` each
+target runs in one of ``jobs`` worker processes; a worker whose target runs
+past its timeout, or that dies (a segfault in native code, say), is replaced,
+and the target gets an ``env.timeout`` or ``env.raised`` finding.
+
+Example:
+    >>> outcomes = run_targets(["rock_paper_scissors", "no_such_env"], CheckSettings(episodes=2))
+    >>> [(o.target, o.report is not None, o.load_error is not None) for o in outcomes]
+    [('rock_paper_scissors', True, False), ('no_such_env', False, True)]
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any, Optional
+
+from marlhub.conformance import rules
+from marlhub.conformance.report import Finding, Report
+from marlhub.conformance.suite import DEFAULT_MAX_STEPS, check
+
+__all__ = ["CheckSettings", "Outcome", "run_targets"]
+
+#: Extra seconds a worker gets beyond the target's own timeout before it is killed
+#: (the in-worker timer normally ends the target first and reports it properly).
+KILL_GRACE_SECONDS = 5.0
+
+
+@dataclass
+class CheckSettings:
+    """The options of :func:`marlhub.conformance.check` that apply to every target."""
+
+    episodes: int = 20
+    seed: int = 0
+    max_steps: int = DEFAULT_MAX_STEPS
+    strict: bool = False
+    timeout: Optional[float] = None
+    against_native: bool = False
+
+
+@dataclass
+class Outcome:
+    """What checking one target gave: a report, or why the target could not be loaded."""
+
+    target: str
+    report: Optional[Report] = None
+    load_error: Optional[str] = None
+
+
+def _check_one(target: str, settings: CheckSettings) -> Outcome:
+    try:
+        return Outcome(target, report=check(target, **asdict(settings)))
+    except Exception as exc:
+        # check() turns every fault of a built env into findings; what escapes it is a
+        # load error (bad id, bad module, a creator or factory raising).
+        return Outcome(target, load_error=f"{type(exc).__name__}: {exc}")
+
+
+def run_targets(
+    targets: Sequence[str],
+    settings: CheckSettings,
+    *,
+    jobs: int = 1,
+    on_done: Optional[Callable[[Outcome, int, int], None]] = None,
+) -> list[Outcome]:
+    """Check every target and return the outcomes in the order of ``targets``.
+
+    Args:
+        targets: target strings (globs already expanded).
+        settings: the check options for every target.
+        jobs: worker processes; 1 runs in this process.
+        on_done: called as ``on_done(outcome, finished_count, total)`` after each target.
+    """
+    if jobs <= 1 or len(targets) <= 1:
+        outcomes = []
+        for i, target in enumerate(targets):
+            outcomes.append(_check_one(target, settings))
+            if on_done:
+                on_done(outcomes[-1], i + 1, len(targets))
+        return outcomes
+    return _WorkerPool(settings, min(jobs, len(targets))).run(list(targets), on_done)
+
+
+def _worker_main(conn: Connection, settings: CheckSettings) -> None:
+    """Loop of a worker process: receive a target, send back its outcome, until told to stop."""
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        index, target = job
+        conn.send((index, _check_one(target, settings)))
+
+
+@dataclass
+class _Worker:
+    process: Any
+    conn: Connection
+    job: Optional[tuple[int, str]] = None
+    deadline: float = float("inf")
+
+
+class _WorkerPool:
+    def __init__(self, settings: CheckSettings, size: int) -> None:
+        self.settings = settings
+        self.size = size
+        self.context = multiprocessing.get_context("spawn")
+
+    def _start(self) -> _Worker:
+        parent, child = self.context.Pipe()
+        process = self.context.Process(target=_worker_main, args=(child, self.settings), daemon=True)
+        process.start()
+        child.close()
+        return _Worker(process, parent)
+
+    def run(self, targets: list[str],
+            on_done: Optional[Callable[[Outcome, int, int], None]]) -> list[Outcome]:
+        results: dict[int, Outcome] = {}
+        queue = list(enumerate(targets))
+        workers = [self._start() for _ in range(self.size)]
+        limit = self.settings.timeout
+
+        def finish(index: int, outcome: Outcome) -> None:
+            results[index] = outcome
+            if on_done:
+                on_done(outcome, len(results), len(targets))
+
+        try:
+            while len(results) < len(targets):
+                for w in workers:
+                    if w.job is None and queue:
+                        w.job = queue.pop(0)
+                        w.deadline = (time.monotonic() + limit + KILL_GRACE_SECONDS
+                                      if limit else float("inf"))
+                        w.conn.send(w.job)
+                busy = [w for w in workers if w.job is not None]
+                nearest = min(w.deadline for w in busy)
+                wait_for = None if nearest == float("inf") else max(0.0, nearest - time.monotonic())
+                ready = wait([w.conn for w in busy], timeout=wait_for)
+                for i, w in enumerate(workers):
+                    if w.job is None:
+                        continue
+                    if w.conn in ready:
+                        try:
+                            index, outcome = w.conn.recv()
+                        except (EOFError, OSError):
+                            finish(w.job[0], self._died(w))
+                            workers[i] = self._replace(w)
+                            continue
+                        finish(index, outcome)
+                        w.job, w.deadline = None, float("inf")
+                    elif time.monotonic() >= w.deadline:
+                        finish(w.job[0], self._timed_out(w))
+                        workers[i] = self._replace(w)
+        finally:
+            for w in workers:
+                try:
+                    w.conn.send(None)
+                except (OSError, EOFError):
+                    pass
+            for w in workers:
+                w.process.join(timeout=2)
+                if w.process.is_alive():
+                    w.process.kill()
+                    w.process.join()
+        return [results[i] for i in range(len(targets))]
+
+    def _replace(self, w: _Worker) -> _Worker:
+        if w.process.is_alive():
+            w.process.kill()
+        w.process.join()
+        w.conn.close()
+        return self._start()
+
+    def _died(self, w: _Worker) -> Outcome:
+        w.process.join(timeout=2)
+        code = w.process.exitcode
+        why = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        target = w.job[1] if w.job else "?"
+        report = Report(target, strict=self.settings.strict, findings=[Finding(
+            rules.ENV_RAISED, "error",
+            f"the worker process checking {target!r} died ({why}); the env crashed the "
+            "interpreter, e.g. a segfault in native code. Run `marlhub check` on it alone to "
+            "see its last output.",
+        )])
+        return Outcome(target, report=report)
+
+    def _timed_out(self, w: _Worker) -> Outcome:
+        target = w.job[1] if w.job else "?"
+        report = Report(target, strict=self.settings.strict, findings=[Finding(
+            rules.ENV_TIMEOUT, "error",
+            f"checking {target!r} did not finish within its {self.settings.timeout:g}s limit and "
+            "its worker was killed; an env call hangs (possibly in native code).",
+        )])
+        return Outcome(target, report=report)

@@ -1,0 +1,120 @@
+"""`marlhub check`: targets of every form, exit codes, --json, --junit, --jobs, --timeout."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from marlhub.cli import main
+from marlhub.conformance import rules as R
+
+BREAKERS = "tests/conformance/rule_breakers.py"
+
+
+def test_reference_envs_pass_and_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "rock_paper_scissors", "tic_tac_toe", "traffic", "--strict"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[:3]] == ["PASS"] * 3
+    assert lines[-1] == "3 passed, 0 failed"
+
+
+def test_a_glob_over_ids_expands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "r*", "t*", "--episodes", "2", "--quiet"]) == 0
+    assert capsys.readouterr().out.strip() == "3 passed, 0 failed"
+
+
+def test_failing_file_target_exits_1_with_findings_grouped_by_rule_and_a_reproducer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["check", f"{BREAKERS}:ActorWithoutReward", "--episodes", "2"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.startswith(f"FAIL {BREAKERS}:ActorWithoutReward: 2 episodes")
+    assert "error reward.present:" in out
+    assert "reproduce: env.reset(seed=0), then step() with" in out
+
+
+@pytest.mark.parametrize("attr", ["Duel", "duel_instance", "make_duel"])
+def test_module_attr_targets_class_instance_and_factory(attr: str) -> None:
+    assert main(["check", f"tests.conformance.rule_breakers:{attr}", "--episodes", "2"]) == 0
+
+
+def test_warnings_pass_unless_strict(capsys: pytest.CaptureFixture[str]) -> None:
+    target = f"{BREAKERS}:StepAfterEndWorks"
+    assert main(["check", target, "--episodes", "2"]) == 0
+    assert main(["check", target, "--episodes", "2", "--strict"]) == 1
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["check", "tic_tac_to"], "Did you mean 'tic_tac_toe'"),
+    (["check", "nothing_like_this*"], "the glob matches no registered id"),
+    (["check", "no/such/file.py:Env"], "there is no file"),
+    (["check", f"{BREAKERS}:NoSuchEnv"], "has no attribute 'NoSuchEnv'"),
+    (["check", "no_such_module_xyz:Env"], "importing module 'no_such_module_xyz' failed"),
+    (["check", "tic_tac_toe", "--episodes", "0"], "expected a number >= 1"),
+    (["check", "tic_tac_toe", "--timeout", "-1"], "expected a number of seconds > 0"),
+])
+def test_usage_and_load_errors_exit_2(argv: list[str], message: str,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_load_error_does_not_stop_the_other_targets(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "tic_tac_to", "traffic", "--episodes", "2"]) == 2
+    captured = capsys.readouterr()
+    assert "PASS traffic" in captured.out
+    assert "1 passed, 0 failed, 1 not loaded" in captured.out
+    assert "ERROR tic_tac_to: UnknownEnvError" in captured.err
+
+
+def test_json_has_the_documented_shape(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    code = main(["check", "tic_tac_toe", f"{BREAKERS}:BoolReward", "--episodes", "2",
+                 "--json", str(out)])
+    assert code == 1
+    doc = json.loads(out.read_text())
+    assert [t["target"] for t in doc["targets"]] == ["tic_tac_toe", f"{BREAKERS}:BoolReward"]
+    good, bad = doc["targets"]
+    assert (good["ok"], good["episodes"], good["findings"]) == (True, 2, [])
+    assert bad["ok"] is False and bad["steps"] == 12
+    finding = bad["findings"][0]
+    assert {"rule", "severity", "message", "episode", "step", "agent"} <= set(finding)
+    assert (finding["rule"], finding["severity"]) == (R.REWARD_SCALAR, "error")
+    assert isinstance(finding["episode"], int) and isinstance(finding["step"], int)
+    assert finding["reproducer"]["seed"] == 0
+
+
+def test_junit_has_one_testcase_per_target_and_rule(tmp_path: Path) -> None:
+    out = tmp_path / "out.xml"
+    main(["check", "traffic", f"{BREAKERS}:InfoNotDict", "--episodes", "2", "--junit", str(out)])
+    root = ET.parse(out).getroot()
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["traffic", f"{BREAKERS}:InfoNotDict"]
+    for suite in suites:
+        names = [c.get("name") for c in suite.findall("testcase")]
+        assert R.OBS_IN_SPACE in names and R.EQUIV_RETURNS not in names
+        assert len(names) == len(set(names)) == int(suite.get("tests"))
+    failed = [c.get("name") for c in suites[1].findall("testcase") if c.find("failure") is not None]
+    assert failed == [R.INFO_KEYS]
+    assert suites[0].get("failures") == "0"
+
+
+def test_jobs_survive_a_hang_and_a_crash(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    code = main(["check", f"{BREAKERS}:HangsAtStep2", f"{BREAKERS}:CrashesTheInterpreter",
+                 "traffic", "--jobs", "2", "--timeout", "1", "--episodes", "2", "--json", str(out)])
+    assert code == 1
+    targets = {t["target"]: t for t in json.loads(out.read_text())["targets"]}
+    assert [f["rule"] for f in targets[f"{BREAKERS}:HangsAtStep2"]["findings"]] == [R.ENV_TIMEOUT]
+    crash = targets[f"{BREAKERS}:CrashesTheInterpreter"]["findings"]
+    assert [f["rule"] for f in crash] == [R.ENV_RAISED] and "signal 11" in crash[0]["message"]
+    assert targets["traffic"]["ok"] is True
+
+
+def test_against_native_on_a_target_without_native_twin_warns(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "tic_tac_toe", "--episodes", "2", "--against-native"]) == 0
+    assert "has no native twin" in capsys.readouterr().out
