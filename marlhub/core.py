@@ -233,8 +233,9 @@ def missing_protocol_members(obj: Any) -> list[str]:
     a way to look up per-agent spaces.
 
     Example:
-        >>> missing_protocol_members(object())
-        ['reset()', 'step()', 'possible_agents', 'get_observation_space() or observation_spaces']
+        >>> missing_protocol_members(object())  # doctest: +NORMALIZE_WHITESPACE
+        ['reset()', 'step()', 'possible_agents', 'get_observation_space() or observation_spaces',
+         'get_action_space() or action_spaces']
     """
     missing = [f"{name}()" for name in _REQUIRED_CALLABLES if not callable(getattr(obj, name, None))]
     if getattr(obj, "possible_agents", None) is None:

@@ -112,11 +112,11 @@ def _why_not_in_array_space(space: Any, value: Any) -> str:
         low_bad = np.argwhere(value < space.low)
         if low_bad.size:
             idx = tuple(int(i) for i in low_bad[0])
-            return f"value {value[idx]!r} at index {idx} is below the low bound {space.low[idx]!r}"
+            return f"value {value[idx].item()!r} at index {idx} is below the low bound {space.low[idx].item()!r}"
         high_bad = np.argwhere(value > space.high)
         if high_bad.size:
             idx = tuple(int(i) for i in high_bad[0])
-            return f"value {value[idx]!r} at index {idx} is above the high bound {space.high[idx]!r}"
+            return f"value {value[idx].item()!r} at index {idx} is above the high bound {space.high[idx].item()!r}"
     return f"{_short(value)} is not in {space}"
 
 

@@ -65,7 +65,7 @@ def why_different(a: Any, b: Any, path: str = "", *, check_dtype: bool = True) -
             equal = x == y
         if not np.all(equal):
             idx = tuple(int(i) for i in np.argwhere(~np.asarray(equal))[0])
-            return f"{where}: arrays differ at index {idx}: {x[idx]!r} vs {y[idx]!r}"
+            return f"{where}: arrays differ at index {idx}: {_plain(x[idx])!r} vs {_plain(y[idx])!r}"
         return None
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         if len(a) != len(b):
@@ -80,8 +80,12 @@ def why_different(a: Any, b: Any, path: str = "", *, check_dtype: bool = True) -
     except Exception:  # values whose == is ambiguous or raises
         equal = a is b
     if not equal and not (_is_nan(a) and _is_nan(b)):
-        return f"{path or 'value'}: {a!r} vs {b!r}"
+        return f"{path or 'value'}: {_plain(a)!r} vs {_plain(b)!r}"
     return None
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
 
 
 def _is_nan(x: Any) -> bool:

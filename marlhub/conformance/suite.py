@@ -4,7 +4,8 @@ Example:
     >>> report = check("tic_tac_toe", episodes=5)
     >>> report.ok, report.episodes
     (True, 5)
-    >>> assert_conforms("rock_paper_scissors", episodes=3)
+    >>> assert_conforms("rock_paper_scissors", episodes=3).ok
+    True
 """
 
 from __future__ import annotations
