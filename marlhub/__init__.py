@@ -36,9 +36,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ALL",
-    "COMMON",
     "ActionError",
     "AgentID",
+    "COMMON",
     "ConfigError",
     "EnvContext",
     "EnvCreationError",

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
@@ -66,9 +67,15 @@ def why_not_in_space(space: gym.Space, value: Any) -> Optional[str]:
     The reason names the first problem found: a wrong type or dtype, a wrong
     shape, a value out of bounds, or a missing or unknown key in a Dict.
     """
+    array_space = (gym.spaces.Box, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+    if isinstance(space, array_space) and not isinstance(value, (np.ndarray, np.generic)):
+        # gymnasium would cast a list silently (with a warning); the contract wants the dtype.
+        return f"expected a numpy array of dtype {space.dtype}, got {type(value).__name__}"
     try:
-        if space.contains(value):
-            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # gymnasium warns while casting odd inputs
+            if space.contains(value):
+                return None
     except Exception as exc:  # a malformed value can make contains() itself raise
         return f"space.contains raised {type(exc).__name__}: {exc}"
     if isinstance(space, gym.spaces.Dict):
