@@ -216,14 +216,17 @@ class MissingDependencyError(MarlhubError, ImportError):
     Attributes:
         package: the importable module that was missing.
         extra: the marlhub extra that installs it.
+        install: the install command, when no marlhub extra covers the package
+            (e.g. ``pip install 'pettingzoo[atari]'``).
     """
 
-    def __init__(self, package: str, extra: str, feature: str) -> None:
+    def __init__(self, package: str, extra: str, feature: str, *, install: str = "") -> None:
         self.package = package
         self.extra = extra
+        self.install = install or f"pip install 'marlhub[{extra}]'"
         super().__init__(
             f"{feature} needs the {package!r} package, which is not installed. "
-            f"Install it with: pip install 'marlhub[{extra}]'",
+            f"Install it with: {self.install}",
             name=package,
         )
 
