@@ -1,0 +1,107 @@
+"""OpenSpiel <-> hub: ``from_openspiel`` plays any pyspiel game as a hub env.
+
+* :func:`from_openspiel` / :class:`OpenSpielEnv` (RLlib's name and layout):
+  a ``pyspiel.Game``, game name, game string or ``pyspiel.State`` as a hub env;
+  see :class:`OpenSpielEnv` for the semantics.
+* :func:`is_openspiel_object` tells :func:`marlhub.adapters.to_hub` what is ours,
+  without importing pyspiel.
+
+pyspiel is imported only when one of these is called; without it they raise
+:class:`~marlhub.errors.MissingDependencyError` naming the ``openspiel`` extra.
+
+Example:
+    >>> env = from_openspiel("kuhn_poker")
+    >>> obs, infos = env.reset(seed=0)
+    >>> list(obs), obs["player_0"]["action_mask"]
+    (['player_0'], array([1, 1], dtype=int8))
+    >>> obs, rewards, terminateds, truncateds, infos = env.step({"player_0": 1})
+    >>> obs, rewards, terminateds, truncateds, infos = env.step({"player_1": 0})
+    >>> terminateds["__all__"], rewards, env.state.returns()
+    (True, {'player_0': 1.0, 'player_1': -1.0}, [1.0, -1.0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional, Union
+
+from marlhub.adapters._openspiel_env import ILLEGAL_ACTION_MODES, OpenSpielEnv
+from marlhub.adapters._openspiel_games import describe_game, game_string, load_game
+from marlhub.adapters._openspiel_observation import OBSERVATION_KINDS, OpenSpielText
+
+__all__ = [
+    "ILLEGAL_ACTION_MODES",
+    "OBSERVATION_KINDS",
+    "OpenSpielEnv",
+    "OpenSpielText",
+    "describe_game",
+    "from_openspiel",
+    "game_string",
+    "is_openspiel_object",
+    "load_game",
+]
+
+#: The pyspiel base classes whose instances (and subclasses') this adapter takes.
+_PYSPIEL_BASES = {("pyspiel", "Game"), ("pyspiel", "State")}
+
+
+def is_openspiel_object(obj: Any) -> bool:
+    """Tell whether ``obj`` is a ``pyspiel.Game`` or ``pyspiel.State`` (Python games included).
+
+    Looks only at the type's MRO, so it never imports pyspiel.
+
+    Example:
+        >>> is_openspiel_object("kuhn_poker"), is_openspiel_object(object())
+        (False, False)
+        >>> import pyspiel
+        >>> is_openspiel_object(pyspiel.load_game("kuhn_poker"))
+        True
+    """
+    return any((c.__module__, c.__name__) in _PYSPIEL_BASES for c in type(obj).__mro__)
+
+
+def from_openspiel(
+    game_or_name_or_state: Any,
+    *,
+    params: Optional[Mapping[str, Any]] = None,
+    observation: str = "auto",
+    agent_ids: Union[str, Sequence[Any]] = "names",
+    action_mask: str = "obs",
+    max_steps: Optional[int] = None,
+    illegal_action: str = "raise",
+    illegal_reward: Optional[float] = None,
+) -> OpenSpielEnv:
+    """Return an OpenSpiel game as a hub env, in the hub layout.
+
+    Agents are ``player_0``..``player_{n-1}``; each observation is
+    ``{"observation": tensor or string, "action_mask": int8 0/1 array}``. The
+    options are those of :class:`OpenSpielEnv`, whose defaults differ only in
+    ``agent_ids`` (``"int"``) and ``action_mask`` (``"info"``), RLlib's layout.
+
+    Args:
+        game_or_name_or_state: a ``pyspiel.Game``, a game name or string
+            (``"kuhn_poker(players=3)"``), or a ``pyspiel.State`` to start every
+            episode from.
+        params: game parameters, merged over those of the string.
+        observation: which observation; see :class:`OpenSpielEnv`.
+        agent_ids: ``"names"``, ``"int"`` or a sequence of one id per player.
+        action_mask: ``"obs"`` (in a Dict observation) or ``"info"``.
+        max_steps: truncate after this many steps (None: play to the end).
+        illegal_action: ``"raise"``, ``"substitute"`` or ``"terminate"``.
+        illegal_reward: the penalty of the last two.
+
+    Raises:
+        UnknownEnvError: no game of that name.
+        ConfigError: bad parameters or options, or a mean-field game.
+        MissingDependencyError: open_spiel is not installed.
+    """
+    return OpenSpielEnv(
+        game_or_name_or_state,
+        params=params,
+        observation=observation,
+        agent_ids=agent_ids,
+        action_mask=action_mask,
+        max_steps=max_steps,
+        illegal_action=illegal_action,
+        illegal_reward=illegal_reward,
+    )
