@@ -16,6 +16,7 @@ working in code that never heard of marlhub::
     ├── ActionError              (ValueError)   an action dict the env cannot accept
     ├── ResetNeededError         (RuntimeError) step() before reset() or after the episode ended
     ├── NotParallelizableError   (ValueError)   a turn-based step where a parallel API needs all agents
+    ├── AgentIdError             (ValueError)   an agent id that is unknown, repeated or missing
     └── TargetError              (ValueError)   a conformance target that cannot be loaded
 
     MarlhubWarning (UserWarning)
@@ -39,6 +40,7 @@ from typing import Any
 
 __all__ = [
     "ActionError",
+    "AgentIdError",
     "ConfigError",
     "EntryPointError",
     "EnvContractError",
@@ -276,16 +278,50 @@ class ResetNeededError(MarlhubError, RuntimeError):
 
 
 class NotParallelizableError(MarlhubError, ValueError):
-    """A step where only some agents act, met by an API that needs every agent every step."""
+    """A step where only some agents act, met by an API that needs every agent every step.
 
-    def __init__(self, actors: Sequence[Any], agents: Sequence[Any]) -> None:
+    Attributes:
+        actors: the agents that act in the step.
+        agents: the agents that would all have had to act.
+    """
+
+    def __init__(
+        self,
+        actors: Sequence[Any],
+        agents: Sequence[Any],
+        *,
+        needs: str = "the parallel API",
+        fix: str = "",
+    ) -> None:
         self.actors = list(actors)
         self.agents = list(agents)
-        super().__init__(
-            f"Only {_quote_list(self.actors)} act in this step but the parallel API needs every "
-            f"live agent ({_quote_list(self.agents)}) to act. Use the AEC API for turn-based envs, "
-            "or pass turn_based='pad' to give the idle agents their last observation."
+        fix = fix or (
+            "Use the AEC API for turn-based envs, or pass turn_based='pad' to give the idle "
+            "agents their last observation."
         )
+        super().__init__(
+            f"Only {_quote_list(self.actors)} act in this step but {needs} needs every "
+            f"live agent ({_quote_list(self.agents)}) to act. {fix}"
+        )
+
+
+class AgentIdError(MarlhubError, ValueError):
+    """An agent id that is unknown, repeated or missing where agent ids are given.
+
+    Attributes:
+        agent_id: the offending id (None when one is missing).
+        known: the ids that would have been accepted.
+    """
+
+    def __init__(self, agent_id: Any, problem: str, *, known: Sequence[Any] = (), fix: str = "") -> None:
+        self.agent_id = agent_id
+        self.known = list(known)
+        if not fix and self.known:
+            near = closest(str(agent_id), [str(k) for k in self.known]) if agent_id is not None else []
+            hint = [k for k in self.known if str(k) in near]
+            did_you_mean = f" Did you mean {_quote_list(hint)}?" if hint else ""
+            fix = f"The env's agents are {_quote_list(self.known)}.{did_you_mean}"
+        super().__init__(f"{problem}. {fix}".rstrip())
 
 
 class TargetError(MarlhubError, ValueError):
