@@ -17,34 +17,34 @@ episode.
 from __future__ import annotations
 
 import inspect
-import math
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import gymnasium as gym
 
 from marlhub.conformance import rules
+from marlhub.conformance.calls import (
+    EnvTimeout,
+    Malformed,
+    read_agents,
+    read_possible,
+    short,
+    time_limit,
+    unpack_reset,
+    unpack_step,
+)
 from marlhub.conformance.checks import TRANSITION_CHECKS, SpaceCache, Transition
 from marlhub.conformance.equivalence import why_different
 from marlhub.conformance.report import Finding, Report, Reproducer
 from marlhub.spaces import ActionSampler, find_action_mask
 
-__all__ = ["CheckOptions", "Driver", "EnvTimeout"]
+__all__ = ["CheckOptions", "Driver"]
 
 #: Findings kept per rule and target; the rest are counted, not stored.
 MAX_FINDINGS_PER_RULE = 25
 
-
-class EnvTimeout(BaseException):
-    """Raised inside the driver when a target runs past its time limit.
-
-    A BaseException, so an env's own ``except Exception`` cannot swallow it.
-    """
 
 
 @dataclass
@@ -79,13 +79,6 @@ class _Episode:
     ended: bool = False
     aborted: bool = False
 
-
-class _Malformed(Exception):
-    """A reset or step return that cannot be read as the protocol's dicts."""
-
-    def __init__(self, rule: str, message: str) -> None:
-        super().__init__(message)
-        self.rule = rule
 
 
 class Driver:
@@ -150,7 +143,7 @@ class Driver:
         """Play every episode and return the report; never raises for the env's faults."""
         start = time.perf_counter()
         try:
-            with _time_limit(self.options.timeout):
+            with time_limit(self.options.timeout):
                 self._run_all()
         except EnvTimeout:
             self.add(rules.ENV_TIMEOUT,
@@ -291,11 +284,11 @@ class Driver:
 
         try:
             possible = list(env.possible_agents)
-            agents_before = _read_agents(env)
-            obs, infos = _unpack_reset(env.reset(seed=seed, **self._reset_options))
+            agents_before = read_agents(env)
+            obs, infos = unpack_reset(env.reset(seed=seed, **self._reset_options))
         except EnvTimeout:
             raise
-        except _Malformed as bad:
+        except Malformed as bad:
             self.add(bad.rule, str(bad), **where(0))
             played.aborted = True
             return played
@@ -308,8 +301,8 @@ class Driver:
 
         transition = Transition(
             kind="reset", index=0, obs=obs, infos=infos, possible_agents=possible,
-            possible_now=_read_possible(env), agents_before=agents_before,
-            agents_after=_read_agents(env), appeared=frozenset(), done_before=frozenset(),
+            possible_now=read_possible(env), agents_before=agents_before,
+            agents_after=read_agents(env), appeared=frozenset(), done_before=frozenset(),
         )
         self._judge(transition, where(0))
         played.trace.append((obs, {}, {}, {}))
@@ -323,33 +316,33 @@ class Driver:
             try:
                 actions = self._choose(actors, transition.obs, transition.infos, sampler,
                                        where(step))
-            except _Malformed:
+            except Malformed:
                 played.aborted = True  # space.defined was reported
                 return played
             played.actions.append(actions)
             self.report.steps += 1
-            agents_before = _read_agents(env)
+            agents_before = read_agents(env)
             try:
                 out = env.step(actions)
-                obs, rewards, terminateds, truncateds, infos = _unpack_step(out)
+                obs, rewards, terminateds, truncateds, infos = unpack_step(out)
             except EnvTimeout:
                 raise
-            except _Malformed as bad:
+            except Malformed as bad:
                 self.add(bad.rule, str(bad), **where(step))
                 played.aborted = True
                 return played
             except Exception as exc:
                 self.add(rules.TURN_ACTIONS_ACCEPTED,
                          f"step() raised {type(exc).__name__}: {exc} on a valid action dict "
-                         f"{_short(actions)} for exactly the actors {actors!r}; an env must accept "
+                         f"{short(actions)} for exactly the actors {actors!r}; an env must accept "
                          "one legal action per actor.", **where(step))
                 played.aborted = True
                 return played
             transition = Transition(
                 kind="step", index=step, obs=obs, infos=infos, rewards=rewards,
                 terminateds=terminateds, truncateds=truncateds, actions=actions,
-                possible_agents=possible, possible_now=_read_possible(env),
-                agents_before=agents_before, agents_after=_read_agents(env),
+                possible_agents=possible, possible_now=read_possible(env),
+                agents_before=agents_before, agents_after=read_agents(env),
                 appeared=frozenset(appeared), done_before=frozenset(done),
             )
             self._judge(transition, where(step))
@@ -375,7 +368,7 @@ class Driver:
                 self.add(rules.SPACE_DEFINED,
                          f"get_action_space({agent!r}) raised {type(exc).__name__}: {exc}",
                          **{**where, "agent": agent})
-                raise _Malformed(rules.SPACE_DEFINED, "no action space") from exc
+                raise Malformed(rules.SPACE_DEFINED, "no action space") from exc
             info = infos.get(agent) if isinstance(infos, Mapping) else None
             mask = find_action_mask(obs.get(agent), info if isinstance(info, Mapping) else None)
             if mask is not None and not mask.any():
@@ -406,10 +399,10 @@ class Driver:
         env = self.env
         steps: list[tuple[Any, ...]] = []
         try:
-            obs, _ = _unpack_reset(env.reset(seed=played.seed, **self._reset_options))
+            obs, _ = unpack_reset(env.reset(seed=played.seed, **self._reset_options))
             steps.append((obs, {}, {}, {}))
             for actions in played.actions:
-                o, r, te, tr, _ = _unpack_step(env.step(actions))
+                o, r, te, tr, _ = unpack_step(env.step(actions))
                 steps.append((o, r, te, tr))
         except EnvTimeout:
             raise
@@ -432,92 +425,3 @@ class Driver:
                              episode=episode, step=index,
                              reproducer=Reproducer(played.seed, played.actions[:index]))
                     return
-
-
-# -- reading what the env returned ------------------------------------------------------
-
-
-def _unpack_reset(result: Any) -> tuple[Mapping[Any, Any], Mapping[Any, Any]]:
-    if not isinstance(result, tuple) or len(result) != 2:
-        raise _Malformed(
-            rules.RESET_RETURNS_DICTS,
-            f"reset() returned {_describe(result)}; it must return a tuple (obs: dict, infos: "
-            "dict), e.g. `return obs, {}`.",
-        )
-    obs, infos = result
-    for name, value in (("obs", obs), ("infos", infos)):
-        if not isinstance(value, Mapping):
-            raise _Malformed(
-                rules.RESET_RETURNS_DICTS,
-                f"reset() returned {name} as {type(value).__name__}; both items must be dicts "
-                "keyed by agent id.",
-            )
-    return obs, infos
-
-
-def _unpack_step(result: Any) -> tuple[Mapping[Any, Any], ...]:
-    if not isinstance(result, tuple) or len(result) != 5:
-        raise _Malformed(
-            rules.STEP_RETURNS_TUPLE,
-            f"step() returned {_describe(result)}; it must return the 5-tuple (obs, rewards, "
-            "terminateds, truncateds, infos) of dicts keyed by agent id.",
-        )
-    names = ("obs", "rewards", "terminateds", "truncateds", "infos")
-    for name, value in zip(names, result):
-        if not isinstance(value, Mapping):
-            raise _Malformed(
-                rules.STEP_RETURNS_TUPLE,
-                f"step() returned {name} as {type(value).__name__}; every item of the 5-tuple "
-                "must be a dict keyed by agent id.",
-            )
-    return result
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, tuple):
-        return f"a tuple of {len(value)} items"
-    return f"a {type(value).__name__}"
-
-
-def _read_agents(env: Any) -> Optional[list[Any]]:
-    try:
-        return list(env.agents)
-    except Exception:
-        return None
-
-
-def _read_possible(env: Any) -> list[Any]:
-    try:
-        return list(env.possible_agents)
-    except Exception:
-        return []
-
-
-def _short(value: Any, limit: int = 120) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-@contextmanager
-def _time_limit(seconds: Optional[float]) -> Iterator[None]:
-    """Raise EnvTimeout in this thread after ``seconds`` (POSIX main thread only)."""
-    usable = (
-        seconds is not None and math.isfinite(seconds) and seconds > 0
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
-    if not usable:
-        yield
-        return
-
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise EnvTimeout()
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-

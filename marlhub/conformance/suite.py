@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from marlhub.conformance import rules
-from marlhub.conformance.driver import CheckOptions, Driver, EnvTimeout, _time_limit
+from marlhub.conformance.calls import EnvTimeout, time_limit
+from marlhub.conformance.driver import CheckOptions, Driver
 from marlhub.conformance.report import Finding, Report
 from marlhub.conformance.targets import resolve_target
 from marlhub.registry import EnvContext, Registry, default_registry
@@ -103,7 +104,7 @@ def _lockstep(env_id: Optional[str], options: CheckOptions, registry: Registry) 
             "such as pettingzoo/... or openspiel/... do); the lockstep comparison was skipped.",
         )]
     try:
-        with _time_limit(options.timeout):
+        with time_limit(options.timeout):
             return list(compare(rest, EnvContext(), episodes=options.episodes, seed=options.seed,
                                 max_steps=options.max_steps))
     except EnvTimeout:
