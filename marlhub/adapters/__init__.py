@@ -28,6 +28,7 @@ __all__ = ["SOURCE_KINDS", "to_hub"]
 SOURCE_KINDS: list[tuple[str, str, str]] = [
     ("marlhub.adapters.pettingzoo", "is_pettingzoo_env", "from_pettingzoo"),
     ("marlhub.adapters.openspiel", "is_openspiel_object", "from_openspiel"),
+    ("marlhub.adapters.gymnasium", "is_gymnasium_env", "from_gymnasium"),
 ]
 
 

@@ -14,4 +14,5 @@ __all__ = ["BUILTIN_FAMILIES"]
 BUILTIN_FAMILIES: list[tuple[str, str]] = [
     ("marlhub.registry.families.pettingzoo", "PettingZooFamily"),
     ("marlhub.registry.families.openspiel", "OpenSpielFamily"),
+    ("marlhub.registry.families.gymnasium", "GymnasiumFamily"),
 ]
