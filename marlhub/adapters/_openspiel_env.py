@@ -169,10 +169,11 @@ class OpenSpielEnv(MultiAgentEnv):
         self.observation_spaces = {aid: self._obs_space for aid in self._ids}
         self.action_spaces = {aid: self._action_space for aid in self._ids}
         # Games whose chance events come from the game's own RNG (SAMPLED_STOCHASTIC)
-        # are reloaded with an rng_seed drawn from np_random on a seeded reset.
-        self._reseed = str(game_type.chance_mode).endswith("SAMPLED_STOCHASTIC") and (
-            "rng_seed" in game_type.parameter_specification
-        )
+        # are reloaded with their seed parameter drawn from np_random on a seeded reset.
+        self._seed_param: Optional[str] = None
+        if str(game_type.chance_mode).endswith("SAMPLED_STOCHASTIC"):
+            spec = game_type.parameter_specification
+            self._seed_param = next((k for k in ("rng_seed", "seed") if k in spec), None)
         self._simultaneous_node = False
         self._zero_mask = np.zeros(self.num_actions, np.int8)
         self._state: Any = None
@@ -253,9 +254,9 @@ class OpenSpielEnv(MultiAgentEnv):
             options: unused (accepted for the protocol).
         """
         super().reset(seed=seed, options=options)
-        if self._reseed and seed is not None:
+        if self._seed_param is not None and seed is not None:
             self.game = load_game(
-                self.source_game, {"rng_seed": int(self.np_random.integers(2**31 - 1))}
+                self.source_game, {self._seed_param: int(self.np_random.integers(2**31 - 1))}
             )
         if self._start is not None:
             self._state = self._start.clone()
@@ -449,8 +450,13 @@ class OpenSpielEnv(MultiAgentEnv):
         self.agents = []
         state = self._state
         obs: MultiAgentDict = {}
+        terminal = state.is_terminal()
         for p, aid in enumerate(self._ids):
-            mask = self._zero_mask.copy()
+            # The state's legal actions: none at a terminal state, the real ones when
+            # truncated (the observation describes the state, not the episode's end).
+            mask = None if terminal else self._mask(p)
+            if mask is None:
+                mask = self._zero_mask.copy()
             if self.mask_in_obs:
                 obs[aid] = {"observation": self._read(state, p), "action_mask": mask}
             else:
@@ -588,3 +594,5 @@ class OpenSpielEnv(MultiAgentEnv):
 
     def __repr__(self) -> str:
         return f"<OpenSpielEnv {game_string(self.game)} agents={self.possible_agents!r}>"
+
+    __str__ = __repr__

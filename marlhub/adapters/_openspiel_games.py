@@ -76,13 +76,15 @@ def _native_stderr_captured() -> Iterator[list[bytes]]:
     raise a translated error and pass them on when the call succeeded.
     """
     out: list[bytes] = []
+    fd = 2  # the C++ side writes to the process's fd 2, whatever sys.stderr is
     try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, ValueError, OSError):  # no real stderr (some notebooks)
+        os.fstat(fd)
+    except OSError:  # no fd 2 at all
         yield out
         return
     with tempfile.TemporaryFile() as sink:
-        sys.stderr.flush()
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
         saved = os.dup(fd)
         os.dup2(sink.fileno(), fd)
         try:
@@ -145,9 +147,14 @@ def _spec_text(spec: Mapping[str, Any]) -> str:
 def _coerce(name: str, key: str, default: Any, value: Any) -> Any:
     """Return ``value`` converted to the type of the parameter's default, or raise ConfigError."""
     kind = _type_name(default)
-    try:
-        if kind == "game":
+    if kind == "game":
+        try:
             return _nested_game(value)
+        except (ConfigError, UnknownEnvError):  # the nested game's own, clearer error
+            raise
+        except ValueError:
+            pass
+    try:
         if kind == "bool":
             if isinstance(value, (bool,)) or (isinstance(value, int) and value in (0, 1)):
                 return bool(value)
@@ -167,7 +174,7 @@ def _coerce(name: str, key: str, default: Any, value: Any) -> Any:
                 return float(value)
         elif isinstance(value, str):
             return value
-    except (ValueError, ConfigError):
+    except ValueError:
         pass
     raise ConfigError(
         name,

@@ -229,12 +229,7 @@ class Observer:
         return flat
 
     def native(self, state: Any, player: int) -> Any:
-        """Return the same observation read through the State's own methods (for comparisons).
-
-        For Python games that is a second observer of the game's own, read the same way.
-        """
-        if self._python is not None:
-            return Observer(state.get_game(), self.kind)(state, player)
+        """Return the same observation read through the State's own methods (for comparisons)."""
         if self.kind == "observation_tensor":
             return np.asarray(state.observation_tensor(player), np.float32)
         if self.kind == "information_state_tensor":

@@ -3,6 +3,8 @@
 * :func:`from_openspiel` / :class:`OpenSpielEnv` (RLlib's name and layout):
   a ``pyspiel.Game``, game name, game string or ``pyspiel.State`` as a hub env;
   see :class:`OpenSpielEnv` for the semantics.
+* :func:`compare_with_native`: the adapted env and a native ``pyspiel.State``
+  in lockstep (same actions, same chance outcomes), differences as findings.
 * :func:`is_openspiel_object` tells :func:`marlhub.adapters.to_hub` what is ours,
   without importing pyspiel.
 
@@ -27,6 +29,7 @@ from typing import Any, Optional, Union
 
 from marlhub.adapters._openspiel_env import ILLEGAL_ACTION_MODES, OpenSpielEnv
 from marlhub.adapters._openspiel_games import describe_game, game_string, load_game
+from marlhub.adapters._openspiel_lockstep import compare_with_native
 from marlhub.adapters._openspiel_observation import OBSERVATION_KINDS, OpenSpielText
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "OBSERVATION_KINDS",
     "OpenSpielEnv",
     "OpenSpielText",
+    "compare_with_native",
     "describe_game",
     "from_openspiel",
     "game_string",
