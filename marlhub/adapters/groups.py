@@ -112,11 +112,16 @@ class GroupAgentsWrapper(MultiAgentEnv):
             )
             groups, obs_space = obs_space, None  # type: ignore[assignment]
         self.env = to_hub(env)
-        possible = list(self.env.possible_agents)
+        possible = _env_agents(self.env)
         self.groups, self.agent_id_to_group = _check_groups(groups, possible)
         self.possible_agents = _grouped_order(possible, self.agent_id_to_group)
         self.observation_spaces = self._spaces(obs_space, "obs_space", self.env.get_observation_space)
         self.action_spaces = self._spaces(act_space, "act_space", self.env.get_action_space)
+        # RLlib assigns a given Tuple as the env's space; code written for it reads it back.
+        if isinstance(obs_space, gym.spaces.Tuple):
+            self.observation_space = obs_space
+        if isinstance(act_space, gym.spaces.Tuple):
+            self.action_space = act_space
         self.agents = list(self.possible_agents)
         self.metadata = dict(getattr(self.env, "metadata", None) or {})
         self.render_mode = getattr(self.env, "render_mode", None)
@@ -187,8 +192,13 @@ class GroupAgentsWrapper(MultiAgentEnv):
             raise ActionError(None, action_dict, expected=f"a dict mapping each of {actors} to its action")
         for key, value in action_dict.items():
             if key not in actors:
-                why = ("it is not an agent or group of this env" if key not in self.possible_agents
-                       else "it did not receive an observation in the last step")
+                if key in self.agent_id_to_group:
+                    why = (f"it is a member of group {self.agent_id_to_group[key]!r}; its action goes "
+                           "inside the group's tuple")
+                elif key not in self.possible_agents:
+                    why = "it is not an agent or group of this env"
+                else:
+                    why = "it did not receive an observation in the last step"
                 raise ActionError(key, value, expected=f"actions only for the actors {actors}",
                                   fix=f"{key!r}: {why}; send actions only for the keys of the last "
                                   "observation dict.")
@@ -342,6 +352,18 @@ class GroupAgentsWrapper(MultiAgentEnv):
 
     def __repr__(self) -> str:
         return f"<GroupAgentsWrapper {self.groups!r} of {self.env!r}>"
+
+
+def _env_agents(env: Any) -> list[AgentID]:
+    """The env's possible agents; RLlib's old API stack declared them in ``_agent_ids`` only."""
+    possible = list(getattr(env, "possible_agents", None) or [])
+    if possible:
+        return possible
+    declared = getattr(env, "_agent_ids", None) or ()
+    try:
+        return sorted(declared)
+    except TypeError:  # ids of mixed types
+        return list(declared)
 
 
 def _check_groups(
