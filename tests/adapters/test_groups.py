@@ -298,3 +298,13 @@ def test_bad_actions_leave_the_env_unchanged() -> None:
             env.step(actions)
     assert env.env.num_moves == 0
     assert env.step({"team": np.array([1, 0])})[1] == {"team": 0.0}
+
+
+def test_two_step_game_example(capsys: pytest.CaptureFixture[str]) -> None:
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "examples" / "groups_two_step_game.py"
+    found = runpy.run_path(str(script))["main"]()
+    assert found["conforms"] and found["best_return"] == 8.0 and found["best"][1] == (1, 1)
+    assert "best plan" in capsys.readouterr().out
