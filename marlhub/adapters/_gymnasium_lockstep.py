@@ -15,7 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
-from marlhub.conformance.equivalence import returns_findings, trajectory_finding, why_different
+from marlhub.conformance.equivalence import (
+    returns_findings,
+    trajectory_finding,
+    why_different,
+)
 from marlhub.conformance.report import Finding
 from marlhub.core import ALL
 from marlhub.spaces import ActionSampler

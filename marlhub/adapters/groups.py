@@ -41,7 +41,15 @@ from typing import Any, Optional, Union
 import gymnasium as gym
 import numpy as np
 
-from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict, MultiAgentEnv, ResetResult, StepResult
+from marlhub.core import (
+    ALL,
+    COMMON,
+    AgentID,
+    MultiAgentDict,
+    MultiAgentEnv,
+    ResetResult,
+    StepResult,
+)
 from marlhub.errors import (
     ActionError,
     AgentIdError,

@@ -41,8 +41,16 @@ import gymnasium as gym
 
 from marlhub.adapters._gymnasium_lockstep import compare_with_native
 from marlhub.adapters._gymnasium_views import AgentView, JointView, Policies
-from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict, MultiAgentEnv, ResetResult, StepResult
-from marlhub.core import is_multi_agent_env
+from marlhub.core import (
+    ALL,
+    COMMON,
+    AgentID,
+    MultiAgentDict,
+    MultiAgentEnv,
+    ResetResult,
+    StepResult,
+    is_multi_agent_env,
+)
 from marlhub.errors import (
     ActionError,
     AgentIdError,

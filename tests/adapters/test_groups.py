@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.spaces import Dict, Discrete, MultiDiscrete, Tuple
 from gymnasium.utils.env_checker import check_env
 
 from marlhub import ALL, MarlhubWarning, MultiAgentEnv
-from marlhub.adapters.groups import GROUP_INFO, GROUP_REWARDS, INDIVIDUAL_REWARDS, GroupAgentsWrapper
+from marlhub.adapters.groups import (
+    GROUP_INFO,
+    GROUP_REWARDS,
+    INDIVIDUAL_REWARDS,
+    GroupAgentsWrapper,
+)
 from marlhub.adapters.gymnasium import make_multi_agent, to_gymnasium
 from marlhub.conformance import check
 from marlhub.envs import RockPaperScissors, TicTacToe, Traffic

@@ -10,7 +10,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from marlhub import ALL, MultiAgentEnv
-from marlhub.adapters.gymnasium import AgentView, JointView, make_multi_agent, to_gymnasium
+from marlhub.adapters.gymnasium import (
+    AgentView,
+    JointView,
+    make_multi_agent,
+    to_gymnasium,
+)
 from marlhub.conformance import check
 from marlhub.envs import RockPaperScissors, TicTacToe, Traffic
 from marlhub.errors import (
