@@ -6,6 +6,8 @@ from typing import Any, Optional
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from gymnasium.spaces import Dict, Discrete, MultiDiscrete, Tuple
 from gymnasium.utils.env_checker import check_env
 
@@ -312,3 +314,55 @@ def test_two_step_game_example(capsys: pytest.CaptureFixture[str]) -> None:
     found = runpy.run_path(str(script))["main"]()
     assert found["conforms"] and found["best_return"] == 8.0 and found["best"][1] == (1, 1)
     assert "best plan" in capsys.readouterr().out
+
+
+# -- property: grouping loses and invents nothing ------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    assignment=st.lists(st.sampled_from(["g0", "g1", None]), min_size=4, max_size=4),
+    seed=st.integers(0, 10_000),
+)
+def test_grouped_copies_match_the_ungrouped_env_step_for_step(assignment: list, seed: int) -> None:
+    groups: dict[str, list[int]] = {}
+    for agent, group in enumerate(assignment):
+        if group:
+            groups.setdefault(group, []).append(agent)
+    assume(groups)
+    make = make_multi_agent("CartPole-v1")
+    config = {"num_agents": 4, "max_episode_steps": 40}
+    plain, grouped = make(config), make(config).with_agent_groups(groups)
+    obs_p, _ = plain.reset(seed=seed)
+    obs_g, _ = grouped.reset(seed=seed)
+    last = dict(obs_p)
+    rng = np.random.default_rng(seed)
+    returns_p = dict.fromkeys(range(4), 0.0)
+    returns_g = dict.fromkeys(grouped.possible_agents, 0.0)
+    while True:
+        member_actions = {a: int(rng.integers(2)) for a in plain.agents}
+        actions_g = {
+            key: tuple(member_actions.get(m, 0) for m in groups[key]) if key in groups
+            else member_actions[key]
+            for key in grouped.agents
+        }
+        obs_p, rew_p, term_p, trunc_p, _ = plain.step(member_actions)
+        obs_g, rew_g, term_g, trunc_g, _ = grouped.step(actions_g)
+        last.update(obs_p)
+        for key, value in rew_p.items():
+            returns_p[key] += value
+        for key, value in rew_g.items():
+            returns_g[key] += value
+        for key, value in obs_g.items():
+            members = groups.get(key, [key])
+            items = value if key in groups else (value,)
+            for member, item in zip(members, items):
+                np.testing.assert_array_equal(item, last[member])
+            assert rew_g[key] == sum(rew_p.get(m, 0.0) for m in members)
+        assert (term_g[ALL], trunc_g[ALL]) == (term_p[ALL], trunc_p[ALL])
+        if term_p[ALL] or trunc_p[ALL]:
+            break
+    for key, total in returns_g.items():
+        assert total == sum(returns_p[m] for m in groups.get(key, [key]))
+    report = check(lambda: make(config).with_agent_groups(groups), episodes=2, seed=seed, strict=True)
+    assert report.ok, str(report)
