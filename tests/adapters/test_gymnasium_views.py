@@ -7,6 +7,8 @@ from typing import Any, Callable, Optional
 import gymnasium as gym
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from gymnasium.utils.env_checker import check_env
 
 from marlhub import ALL, MultiAgentEnv
@@ -297,3 +299,31 @@ def test_joint_view_action_errors_leave_the_env_unchanged() -> None:
         with pytest.raises(ActionError, match=match):
             view.step(action)
     assert view.hub_env.num_moves == 0
+
+
+# -- property: one agent's view gets exactly the agent's rewards ---------------------------------
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    num_cars=st.integers(1, 4),
+    max_steps=st.integers(3, 40),
+    light_every=st.integers(1, 5),
+    agent=st.sampled_from(["light", "car_0"]),
+    seed=st.integers(0, 10_000),
+)
+def test_view_return_equals_hub_return(num_cars: int, max_steps: int, light_every: int,
+                                       agent: str, seed: int) -> None:
+    def make() -> Traffic:
+        return Traffic({"num_cars": num_cars, "max_steps": max_steps, "light_every": light_every})
+
+    def mine(obs: Any) -> int:
+        return int(np.sum(obs) * 7) % (2 if agent == "light" else 3)
+
+    def others(obs: Any, who: Any) -> int:
+        return int(np.sum(obs) * 3) % (2 if who == "light" else 3)
+
+    want, _ = hub_return(make, agent, seed, mine, others)
+    got, _, terminated, truncated = view_return(to_gymnasium(make(), agent, others=others), seed, mine)
+    assert got == pytest.approx(want)
+    assert terminated or truncated
