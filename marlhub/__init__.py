@@ -11,6 +11,7 @@ Example:
 from marlhub.core import (
     ALL,
     COMMON,
+    ENV_STATE,
     AgentID,
     MultiAgentDict,
     MultiAgentEnv,
@@ -18,7 +19,10 @@ from marlhub.core import (
 )
 from marlhub.errors import (
     ActionError,
+    AgentIdError,
     ConfigError,
+    EntryPointError,
+    EnvContractError,
     EnvCreationError,
     EnvRegistrationError,
     MarlhubError,
@@ -38,9 +42,13 @@ __all__ = [
     "ALL",
     "ActionError",
     "AgentID",
+    "AgentIdError",
     "COMMON",
     "ConfigError",
+    "ENV_STATE",
+    "EntryPointError",
     "EnvContext",
+    "EnvContractError",
     "EnvCreationError",
     "EnvRegistrationError",
     "MarlhubError",

@@ -43,6 +43,7 @@ import gymnasium as gym
 __all__ = [
     "ALL",
     "COMMON",
+    "ENV_STATE",
     "AgentID",
     "EnvConfig",
     "MultiAgentDict",
@@ -57,6 +58,8 @@ __all__ = [
 ALL = "__all__"
 #: Key in the infos dict for information that belongs to no single agent.
 COMMON = "__common__"
+#: Key of the global state in a Dict observation space (RLlib's name, used by QMIX).
+ENV_STATE = "state"
 
 AgentID: TypeAlias = Hashable
 MultiAgentDict: TypeAlias = Dict[AgentID, Any]
