@@ -62,7 +62,8 @@ class OpenSpielEnv(MultiAgentEnv):
             tensor, else a string), ``"observation_tensor"``,
             ``"information_state_tensor"``, ``"string"``, ``"observation_string"``
             or ``"information_state_string"``.
-        agent_ids: ``"int"`` (0..n-1, RLlib's), ``"names"`` (``player_0``...) or a
+        agent_ids: ``"int"`` (0..n-1, RLlib's), ``"names"`` (``player_0``...; for a
+            game made by ``to_openspiel``, the original env's agent ids) or a
             sequence of n ids.
         action_mask: ``"info"`` puts the legal-action mask in the agent's infos;
             ``"obs"`` makes each observation ``{"observation": ..., "action_mask": ...}``.
@@ -209,6 +210,10 @@ class OpenSpielEnv(MultiAgentEnv):
         if agent_ids == "int":
             return list(range(n))
         if agent_ids == "names":
+            spec = getattr(game, "spec", None)  # a game made by to_openspiel
+            original = list(getattr(spec, "agents", ()))
+            if len(original) == n and len(set(map(repr, original))) == n:
+                return original
             return [f"player_{p}" for p in range(n)]
         if isinstance(agent_ids, str) or not isinstance(agent_ids, Sequence):
             raise ConfigError(

@@ -1,8 +1,10 @@
-"""OpenSpiel <-> hub: ``from_openspiel`` plays any pyspiel game as a hub env.
+"""OpenSpiel <-> hub: ``from_openspiel`` plays any pyspiel game as a hub env, ``to_openspiel`` the reverse.
 
 * :func:`from_openspiel` / :class:`OpenSpielEnv` (RLlib's name and layout):
   a ``pyspiel.Game``, game name, game string or ``pyspiel.State`` as a hub env;
   see :class:`OpenSpielEnv` for the semantics.
+* :func:`to_openspiel`: a hub env registered as a pyspiel Python game, so
+  ``pyspiel.load_game(name)`` and OpenSpiel's Python algorithms work on it.
 * :func:`compare_with_native`: the adapted env and a native ``pyspiel.State``
   in lockstep (same actions, same chance outcomes), differences as findings.
 * :func:`is_openspiel_object` tells :func:`marlhub.adapters.to_hub` what is ours,
@@ -43,6 +45,7 @@ __all__ = [
     "game_string",
     "is_openspiel_object",
     "load_game",
+    "to_openspiel",
 ]
 
 #: The pyspiel base classes whose instances (and subclasses') this adapter takes.
@@ -62,6 +65,44 @@ def is_openspiel_object(obj: Any) -> bool:
         True
     """
     return any((c.__module__, c.__name__) in _PYSPIEL_BASES for c in type(obj).__mro__)
+
+
+def to_openspiel(env_or_creator: Any, short_name: Optional[str] = None, **options: Any) -> Any:
+    """Register a hub env as a pyspiel Python game; return the loaded ``pyspiel.Game``.
+
+    Players are the env's ``possible_agents`` in order; every agent's action
+    space must be Discrete (legal actions come from the action mask when there
+    is one); the observation tensor is the player's last observation,
+    flattened (padded to the largest); ``clone()`` deep-copies the env; each
+    new state builds a fresh env and resets it with a seed drawn from the
+    game's ``seed`` parameter. An :class:`OpenSpielEnv` is unwrapped to its game.
+
+    Args:
+        env_or_creator: a hub env, env class, factory or registry id (or an env
+            of another supported API).
+        short_name: the name for ``pyspiel.load_game``; default ``marlhub_<class>``.
+        options: ``long_name``, ``dynamics`` (``"auto"``, ``"sequential"``,
+            ``"simultaneous"``), ``reward_model`` (``"auto"``, ``"rewards"``,
+            ``"terminal"``), ``zero_sum``, ``utility_range``, ``max_game_length``,
+            ``probe_episodes``, ``seed``; see
+            :func:`marlhub.adapters._openspiel_to.to_openspiel`.
+
+    Raises:
+        ConfigError: an action space that is not Discrete, or a bad option.
+        EnvRegistrationError: ``short_name`` is one of OpenSpiel's own games.
+
+    Example:
+        >>> import pyspiel
+        >>> from marlhub.envs import RockPaperScissors
+        >>> game = to_openspiel(RockPaperScissors, short_name="hub_rps")
+        >>> game.get_type().dynamics, pyspiel.load_game("hub_rps").num_players()
+        (<Dynamics.SIMULTANEOUS: 0>, 2)
+        >>> to_openspiel(from_openspiel(pyspiel.load_game("kuhn_poker")))
+        kuhn_poker()
+    """
+    from marlhub.adapters._openspiel_to import to_openspiel as register
+
+    return register(env_or_creator, short_name, **options)
 
 
 def from_openspiel(
