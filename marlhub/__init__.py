@@ -8,6 +8,7 @@ Example:
     ['player1', 'player2']
 """
 
+from marlhub.convert import convert
 from marlhub.core import (
     ALL,
     COMMON,
@@ -63,6 +64,7 @@ __all__ = [
     "TargetError",
     "UnknownEnvError",
     "__version__",
+    "convert",
     "is_multi_agent_env",
     "make",
     "register_env",

@@ -105,15 +105,26 @@ def register_env(
     )
 
 
-def make(env_id: str, config: Optional[Mapping[str, Any]] = None) -> Any:
-    """Build ``env_id`` from the default registry as a hub env (see :meth:`Registry.make`).
+def make(
+    env_id: str,
+    config: Optional[Mapping[str, Any]] = None,
+    *,
+    to: Optional[str] = None,
+    **convert_options: Any,
+) -> Any:
+    """Build ``env_id`` from the default registry (see :meth:`Registry.make`).
+
+    With ``to``, the env comes in that API: ``make("openspiel/leduc_poker",
+    to="pettingzoo.aec")`` is a PettingZoo AEC env.
 
     Example:
         >>> env = make("traffic", {"num_cars": 2})
         >>> env.possible_agents
         ['car_0', 'car_1', 'light']
+        >>> type(make("tic_tac_toe", to="pettingzoo.aec")).__name__
+        'HubAECEnv'
     """
-    return default_registry().make(env_id, config)
+    return default_registry().make(env_id, config, to=to, **convert_options)
 
 
 def registered(pattern: str = "*", *, families: bool = True) -> list[str]:

@@ -270,17 +270,28 @@ class Registry:
             return ep.load()
         raise self._unknown(env_id)
 
-    def make(self, env_id: str, config: Optional[Mapping[str, Any]] = None) -> Any:
-        """Build the env registered as ``env_id``, as a hub env.
+    def make(
+        self,
+        env_id: str,
+        config: Optional[Mapping[str, Any]] = None,
+        *,
+        to: Optional[str] = None,
+        **convert_options: Any,
+    ) -> Any:
+        """Build the env registered as ``env_id``, as a hub env or in the API named by ``to``.
 
         Args:
             env_id: a registered name, ``family/rest``, or an entry point's name.
             config: the env's config; a dict becomes an
                 :class:`~marlhub.registry.context.EnvContext` (copied, never
                 mutated); an ``EnvContext`` keeps its worker attributes.
+            to: the API to hand the env out in (see :func:`marlhub.convert`);
+                None for the hub.
+            convert_options: passed to the converter when ``to`` is given.
 
         Returns:
-            The env, converted to the hub protocol by :func:`marlhub.adapters.to_hub`.
+            The env, converted to the hub protocol by :func:`marlhub.adapters.to_hub`,
+            then to ``to`` when given.
 
         Raises:
             UnknownEnvError: nothing resolves ``env_id`` (with close matches).
@@ -311,7 +322,7 @@ class Registry:
             else:
                 env = _call(env_id, ctx, creator)
         try:
-            return to_hub(env)
+            hub = to_hub(env)
         except ProtocolError as exc:
             raise ProtocolError(
                 env,
@@ -319,6 +330,11 @@ class Registry:
                 expected=f"the creator of {env_id!r} to return a MultiAgentEnv or an env of a "
                 "supported API",
             ) from exc
+        if to is None and not convert_options:
+            return hub
+        from marlhub.convert import convert
+
+        return convert(hub, to=to or "marlhub", **convert_options)
 
     def _unknown(self, env_id: str) -> UnknownEnvError:
         with self._lock:
