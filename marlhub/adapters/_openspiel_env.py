@@ -31,7 +31,7 @@ ILLEGAL_ACTION_MODES = ("raise", "substitute", "terminate")
 _DEFAULT_PENALTY = {"substitute": -0.1, "terminate": -1.0}
 
 _SIMULTANEOUS = -2
-_CHANCE = -1
+_TERMINAL = -4
 
 
 class OpenSpielEnv(MultiAgentEnv):
@@ -177,6 +177,13 @@ class OpenSpielEnv(MultiAgentEnv):
             self._seed_param = next((k for k in ("rng_seed", "seed") if k in spec), None)
         self._simultaneous_node = False
         self._zero_mask = np.zeros(self.num_actions, np.int8)
+        self._zero_rewards = dict.fromkeys(self._ids, 0.0)
+        # C++ games keep their legal actions within num_distinct_actions(); Python
+        # games are checked.
+        if hasattr(game, "make_py_observer"):
+            self._mask = self._turn_mask = self._checked_mask
+        else:
+            self._mask, self._turn_mask = self._native_mask, self._native_turn_mask
         self._state: Any = None
         self._actors: tuple[int, ...] = ()
         self._masks: dict[int, np.ndarray] = {}
@@ -279,7 +286,7 @@ class OpenSpielEnv(MultiAgentEnv):
                 "cannot report an episode's end",
             )
         self.agents = list(self._ids)
-        obs, infos = self._observe_actors()
+        obs, infos = self._observe_actors(self._state.current_player())
         return obs, infos
 
     def step(self, action_dict: MultiAgentDict) -> StepResult:
@@ -298,7 +305,7 @@ class OpenSpielEnv(MultiAgentEnv):
             )
         actors = self._actors
         state = self._state
-        if len(actors) == 1 and isinstance(action_dict, dict) and len(action_dict) == 1:
+        if len(actors) == 1 and type(action_dict) is dict and len(action_dict) == 1:
             # The fast path: one actor, one action.
             player = actors[0]
             aid = self._ids[player]
@@ -333,31 +340,40 @@ class OpenSpielEnv(MultiAgentEnv):
 
     def _after_actions(self, offenders: Optional[dict[int, int]]) -> StepResult:
         """Resolve chance, count the step, and build the step's five dicts."""
-        self._resolve_chance()
-        self._steps += 1
         state = self._state
-        ids = self._ids
-        rewards = {}
+        if state.is_chance_node():
+            self._resolve_chance()
+        self._steps += 1
+        returns = state.returns()
+        if type(returns) is not list:  # Python games may return arrays
+            returns = [float(r) for r in returns]
         reported = self._reported
-        for p, value in enumerate(state.returns()):
-            # Report what makes the consumer's running sum equal the returns.
-            delta = value - reported[p]
-            reported[p] += delta
-            rewards[ids[p]] = delta
+        if returns == reported:  # the usual step: no reward for anyone
+            rewards = self._zero_rewards.copy()
+        else:
+            rewards = {}
+            ids = self._ids
+            for p, value in enumerate(returns):
+                # Report what makes the consumer's running sum equal the returns.
+                delta = value - reported[p]
+                reported[p] += delta
+                rewards[ids[p]] = delta
         infos: dict[Any, Any]
         if offenders:
+            ids = self._ids
             for p in offenders:
                 rewards[ids[p]] += self.illegal_reward
             infos = {COMMON: {"illegal_actions": {ids[p]: a for p, a in offenders.items()}}}
         else:
             infos = {}
-        if state.is_terminal():
+        current = state.current_player()
+        if current == _TERMINAL:
             obs = self._observe_all(infos)
             return obs, rewards, self._flags(True), self._flags(False), infos
         if self.max_steps is not None and self._steps >= self.max_steps:
             obs = self._observe_all(infos)
             return obs, rewards, self._flags(False), self._flags(True), infos
-        obs, actor_infos = self._observe_actors()
+        obs, actor_infos = self._observe_actors(current)
         if infos:
             actor_infos.update(infos)
         return obs, rewards, {ALL: False}, {ALL: False}, actor_infos
@@ -369,7 +385,7 @@ class OpenSpielEnv(MultiAgentEnv):
 
     def _resolve_chance(self) -> None:
         state = self._state
-        rng = self.np_random
+        rng = self._np_random or self.np_random  # the property creates one if unseeded
         while state.is_chance_node():
             outcomes = state.chance_outcomes()
             if len(outcomes) == 1:
@@ -384,12 +400,11 @@ class OpenSpielEnv(MultiAgentEnv):
             # Falls through to the last outcome when rounding leaves total < 1.
             state.apply_action(action)
 
-    def _observe_actors(self) -> tuple[MultiAgentDict, MultiAgentDict]:
+    def _observe_actors(self, current: int) -> tuple[MultiAgentDict, MultiAgentDict]:
         state = self._state
-        current = state.current_player()
         if current >= 0:
             # The usual case, kept short: one player to move.
-            mask = self._mask(current)
+            mask = self._turn_mask(current)
             if mask is not None:
                 self._actors = (current,)
                 self._masks = {current: mask}
@@ -430,10 +445,20 @@ class OpenSpielEnv(MultiAgentEnv):
                 infos[aid] = {"action_mask": masks[p]}
         return obs, infos
 
-    def _mask(self, player: int) -> Any:
-        """The legal-action mask of ``player`` (None when it has no legal action)."""
+    def _native_turn_mask(self, player: int) -> Any:
+        """The mask of the player to move in a C++ game (OpenSpiel: it has a legal action)."""
+        return np.array(self._state.legal_actions_mask(player), np.int8)
+
+    def _native_mask(self, player: int) -> Any:
+        """The legal-action mask of ``player`` in a C++ game (None when it has none)."""
+        mask = np.array(self._state.legal_actions_mask(player), np.int8)
+        return mask if mask.any() else None
+
+    def _checked_mask(self, player: int) -> Any:
+        """The legal-action mask of ``player``, checked against the action space."""
         # Not state.legal_actions_mask(): it writes out of bounds in games whose legal
-        # actions exceed num_distinct_actions() (a broken game must raise, not crash).
+        # actions exceed num_distinct_actions(), which a Python game can do (chat_game);
+        # a broken game must raise, not crash.
         legal = self._state.legal_actions(player)
         if not legal:
             return None
