@@ -142,9 +142,16 @@ class _PettingZooBase(MultiAgentEnv):
     def _learn_agent(self, agent: AgentID) -> None:
         """Add an agent the env generated mid-episode (envs without ``possible_agents``)."""
         if agent not in self.observation_spaces:
-            self.possible_agents.append(agent)
+            if agent not in self.possible_agents:
+                self.possible_agents.append(agent)
             self.observation_spaces[agent] = self._native.observation_space(agent)
             self.action_spaces[agent] = self._native.action_space(agent)
+
+    def _forget_spaces(self) -> None:
+        """At reset, drop the spaces of envs without ``possible_agents``: they may draw new ones."""
+        if self._growing_agents:
+            self.observation_spaces = {}
+            self.action_spaces = {}
 
     def get_observation_space(self, agent_id: AgentID) -> gym.Space:
         """Return the native env's ``observation_space(agent_id)``, looked up once."""
@@ -213,6 +220,7 @@ class PettingZooEnv(_PettingZooBase):
         super().reset(seed=seed)
         env = self.env
         env.reset(seed=seed, options=options)
+        self._forget_spaces()
         self._any_truncated = False
         self._cannot_step = None
         self._skip_dead(env)  # envs where an agent starts done (none in PettingZoo itself)
@@ -354,6 +362,7 @@ class ParallelPettingZooEnv(_PettingZooBase):
         """Reset the native env (``seed`` and ``options`` passed through); return every actor's view."""
         super().reset(seed=seed)
         obs, infos = self.par_env.reset(seed=seed, options=options)
+        self._forget_spaces()
         self._finished = set()
         self._any_truncated = False
         obs = dict(obs)

@@ -38,6 +38,12 @@ class _Diverged(Exception):
         self.agent = agent
 
 
+def _reward_difference(adapted: Any, native: Any) -> Optional[_Diverged]:
+    """Return the difference in rewards, if any: it is reported, but the episode goes on."""
+    reason = why_different(adapted, native)
+    return _Diverged("rewards", reason) if reason else None
+
+
 def _expect(what: str, adapted: Any, native: Any) -> None:
     if isinstance(adapted, Mapping) and isinstance(native, Mapping) and list(adapted) != list(native):
         raise _Diverged("agent order", f"keys {list(adapted)} vs {list(native)}")
@@ -52,6 +58,7 @@ def compare_with_native(
     episodes: int = 3,
     seed: Optional[int] = 0,
     max_steps: int = 1000,
+    adapt: Optional[Callable[[Any], Any]] = None,
 ) -> list[Finding]:
     """Step ``from_pettingzoo(factory())`` and a second ``factory()`` in lockstep; return the differences.
 
@@ -63,16 +70,19 @@ def compare_with_native(
             meaningful for deterministic envs).
         max_steps: hub steps per episode at most; a cut episode has its trajectory
             compared but not its returns.
+        adapt: the adapter under comparison (default :func:`from_pettingzoo`); any
+            callable from a native env to a hub env, e.g. RLlib's ``PettingZooEnv``.
 
     Returns:
-        ``equiv.trajectory`` findings (the first difference of each episode; the
-        episode stops there) and ``equiv.returns`` findings; empty when the adapter
-        reports exactly what the native env does.
+        ``equiv.trajectory`` findings (the first difference of each episode: the
+        episode stops there, except after a difference in rewards only, where the
+        observations still agree and it goes on) and ``equiv.returns`` findings;
+        empty when the adapter reports exactly what the native env does.
     """
     from marlhub.adapters.pettingzoo import from_pettingzoo, pettingzoo_kind
 
     adapted_native, native = factory(), factory()
-    hub = from_pettingzoo(adapted_native)
+    hub = (adapt or from_pettingzoo)(adapted_native)
     play = _aec_episode if pettingzoo_kind(native) == "aec" else _parallel_episode
     findings: list[Finding] = []
     try:
@@ -145,11 +155,15 @@ def _aec_episode(hub: Any, native: Any, episode: int, seed: Optional[int],
                  max_steps: int) -> list[Finding]:
     sampler = ActionSampler(seed)
     actions: list[dict[Any, Any]] = []
+    findings: list[Finding] = []
     hub_returns: dict[Any, float] = defaultdict(float)
     reader = _NativeAEC(native)
     step = 0
     try:
-        h_obs, h_infos = hub.reset(seed=seed)
+        try:
+            h_obs, h_infos = hub.reset(seed=seed)
+        except Exception as exc:
+            return [_raised_finding(exc, episode, 0, seed, actions)]
         native.reset(seed=seed)
         n_obs, _, _, n_infos = reader.advance({})
         _expect("observations", h_obs, n_obs)
@@ -163,22 +177,26 @@ def _aec_episode(hub: Any, native: Any, episode: int, seed: Optional[int],
             try:
                 h_obs, h_rew, h_term, h_trunc, h_infos = hub.step({agent: action})
             except Exception as exc:  # the native env takes this action: so must the adapter
-                return [_raised_finding(exc, episode, step, seed, actions)]
+                return [*findings, _raised_finding(exc, episode, step, seed, actions)]
             native.step(action)
             n_rew = dict(native.rewards)
             n_obs, n_term, n_trunc, n_infos = reader.advance(n_rew)
             for a, r in h_rew.items():
                 hub_returns[a] += r
             _expect("observations", h_obs, n_obs)
-            _expect("rewards", h_rew, n_rew)
             _expect("terminateds", h_term, n_term)
             _expect("truncateds", h_trunc, n_trunc)
             _expect("infos", h_infos, n_infos)
+            if not findings:
+                diff = _reward_difference(h_rew, n_rew)
+                if diff:
+                    findings.append(_diverged_finding(diff, episode, step, seed, actions))
     except _Diverged as exc:
-        return [_diverged_finding(exc, episode, step, seed, actions)]
+        return [*findings, _diverged_finding(exc, episode, step, seed, actions)]
     if native.agents:  # cut by max_steps: pending rewards are not returns yet
-        return []
-    return returns_findings(hub_returns, reader.returns, episode=episode, seed=seed, actions=actions)
+        return findings
+    return findings + returns_findings(hub_returns, reader.returns, episode=episode, seed=seed,
+                                       actions=actions)
 
 
 # -- parallel -----------------------------------------------------------------------
@@ -188,13 +206,17 @@ def _parallel_episode(hub: Any, native: Any, episode: int, seed: Optional[int],
                       max_steps: int) -> list[Finding]:
     sampler = ActionSampler(seed)
     actions: list[dict[Any, Any]] = []
+    findings: list[Finding] = []
     hub_returns: dict[Any, float] = defaultdict(float)
     native_returns: dict[Any, float] = defaultdict(float)
     finished: set[Any] = set()
     any_truncated = False
     step = 0
     try:
-        h_obs, h_infos = hub.reset(seed=seed)
+        try:
+            h_obs, h_infos = hub.reset(seed=seed)
+        except Exception as exc:
+            return [_raised_finding(exc, episode, 0, seed, actions)]
         n_obs, n_infos = native.reset(seed=seed)
         _expect("observations", h_obs, dict(n_obs))
         actors = list(n_obs)
@@ -209,7 +231,7 @@ def _parallel_episode(hub: Any, native: Any, episode: int, seed: Optional[int],
             try:
                 h_obs, h_rew, h_term, h_trunc, _ = hub.step(joint)
             except Exception as exc:
-                return [_raised_finding(exc, episode, step, seed, actions)]
+                return [*findings, _raised_finding(exc, episode, step, seed, actions)]
             n_obs, n_rew, n_term, n_trunc, _ = native.step(dict(joint))
             for a, r in n_rew.items():
                 native_returns[a] += r
@@ -237,11 +259,15 @@ def _parallel_episode(hub: Any, native: Any, episode: int, seed: Optional[int],
             expected_term[ALL] = over and not any_truncated
             expected_trunc[ALL] = over and any_truncated
             _expect("observations", h_obs, expected_obs)
-            _expect("rewards", h_rew, expected_rew)
             _expect("terminateds", h_term, expected_term)
             _expect("truncateds", h_trunc, expected_trunc)
+            if not findings:
+                diff = _reward_difference(h_rew, expected_rew)
+                if diff:
+                    findings.append(_diverged_finding(diff, episode, step, seed, actions))
     except _Diverged as exc:
-        return [_diverged_finding(exc, episode, step, seed, actions)]
+        return [*findings, _diverged_finding(exc, episode, step, seed, actions)]
     if native.agents:
-        return []
-    return returns_findings(hub_returns, native_returns, episode=episode, seed=seed, actions=actions)
+        return findings
+    return findings + returns_findings(hub_returns, native_returns, episode=episode, seed=seed,
+                                       actions=actions)

@@ -141,8 +141,8 @@ def to_pettingzoo(env: Any, api: str = "aec", turn_based: str = "raise") -> Any:
         >>> from marlhub.envs import RockPaperScissors
         >>> par = to_pettingzoo(RockPaperScissors(), api="parallel")
         >>> obs, infos = par.reset(seed=0)
-        >>> obs
-        {'player1': 0, 'player2': 0}
+        >>> par.agents, int(obs["player1"])
+        (['player1', 'player2'], 0)
     """
     if api not in ("aec", "parallel"):
         raise ValueError(f"api must be 'aec' or 'parallel', got {api!r}.")
