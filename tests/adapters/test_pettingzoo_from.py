@@ -165,16 +165,16 @@ def test_one_hub_step_per_aec_turn_with_the_selected_agent() -> None:
 
 def test_game_end_gives_final_obs_to_both_players_and_terminates_all() -> None:
     env = from_pettingzoo(pettingzoo.make("aec", "classic/tictactoe-v3"))
-    env.reset(seed=0)
-    result = None
-    for field in [0, 3, 1, 4]:
-        result = env.step({env._actor: field})
+    obs, infos = env.reset(seed=0)
+    for field in [0, 3, 1, 4]:  # player_1 and player_2 alternate
+        (actor,) = obs
+        obs, *_ = env.step({actor: field})
     obs, rewards, terms, truncs, infos = env.step({"player_1": 2})  # top row: player_1 wins
     assert set(obs) == {"player_1", "player_2"}
     assert rewards == {"player_1": 1, "player_2": -1}
     assert terms == {"player_1": True, "player_2": True, ALL: True}
     assert truncs == {"player_1": False, "player_2": False, ALL: False}
-    assert env.agents == [] and result is not None
+    assert env.agents == []
     with pytest.raises(ResetNeededError, match="the episode is over"):
         env.step({"player_2": 5})
 
@@ -199,7 +199,6 @@ def test_all_terminated_only_when_every_finished_agent_terminated() -> None:
     ended: dict[str, str] = {}
     while True:
         (actor,) = [a for a in obs if a not in ended]
-        cycle = obs[actor][0]
         action = 2 if actor == "runner_1" and env.env.cycle >= 1 else 0
         obs, rewards, terms, truncs, infos = env.step({actor: action})
         ended.update({a: "term" for a in terms if a != ALL and terms[a]})
@@ -207,7 +206,6 @@ def test_all_terminated_only_when_every_finished_agent_terminated() -> None:
         if terms[ALL] or truncs[ALL]:
             break
         obs = {a: o for a, o in obs.items() if a not in ended}
-    assert cycle is not None
     assert ended == {"runner_1": "term", "runner_0": "trunc", "coach_0": "trunc"}
     assert truncs[ALL] and not terms[ALL]
 
