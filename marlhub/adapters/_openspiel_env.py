@@ -13,6 +13,12 @@ from typing import Any, Optional, Union
 import gymnasium as gym
 import numpy as np
 
+from marlhub.adapters._openspiel_actions import (
+    ILLEGAL_ACTION_MODES,
+    ActionChecks,
+    check_options,
+    make_ids,
+)
 from marlhub.adapters._openspiel_games import (
     describe_game,
     game_string,
@@ -21,20 +27,25 @@ from marlhub.adapters._openspiel_games import (
     load_game,
 )
 from marlhub.adapters._openspiel_observation import Observer
-from marlhub.core import ALL, COMMON, MultiAgentDict, MultiAgentEnv, ResetResult, StepResult
-from marlhub.errors import ActionError, ConfigError, EnvContractError, ResetNeededError
+from marlhub.core import (
+    ALL,
+    COMMON,
+    MultiAgentDict,
+    MultiAgentEnv,
+    ResetResult,
+    StepResult,
+)
+from marlhub.errors import ConfigError, EnvContractError, ResetNeededError
 
 __all__ = ["ILLEGAL_ACTION_MODES", "OpenSpielEnv"]
 
-#: Values of the ``illegal_action`` option.
-ILLEGAL_ACTION_MODES = ("raise", "substitute", "terminate")
 _DEFAULT_PENALTY = {"substitute": -0.1, "terminate": -1.0}
 
 _SIMULTANEOUS = -2
 _TERMINAL = -4
 
 
-class OpenSpielEnv(MultiAgentEnv):
+class OpenSpielEnv(ActionChecks, MultiAgentEnv):
     """An OpenSpiel game as a hub env (also RLlib's ``OpenSpielEnv``, import-compatible).
 
     Every player is an agent for the whole episode. Chance nodes are resolved
@@ -139,7 +150,7 @@ class OpenSpielEnv(MultiAgentEnv):
                 "players act through action structs only, which have no Discrete action space",
                 fix="Only games with integer actions can be adapted.",
             )
-        self._check_options(game, action_mask, max_steps, illegal_action)
+        check_options(game, action_mask, max_steps, illegal_action)
         #: The game as given (``to_openspiel`` hands it back); ``game`` may be a reseeded copy.
         self.source_game = game
         self.game = game
@@ -155,7 +166,7 @@ class OpenSpielEnv(MultiAgentEnv):
         self.mask_in_obs = action_mask == "obs"
         self.num_players = n = game.num_players()
         self.num_actions = game.num_distinct_actions()
-        self._ids: list[Any] = self._make_ids(game, agent_ids, n)
+        self._ids: list[Any] = make_ids(game, agent_ids, n)
         self._player_of = {aid: p for p, aid in enumerate(self._ids)}
         self.possible_agents = list(self._ids)
         self.agents = []
@@ -191,50 +202,6 @@ class OpenSpielEnv(MultiAgentEnv):
         self._steps = 0
         self._over = True
         self.metadata = {"render_modes": ["ansi", "human"]}
-
-    # -- construction helpers ----------------------------------------------------
-
-    @staticmethod
-    def _check_options(game: Any, action_mask: str, max_steps: Any, illegal_action: str) -> None:
-        label = game_string(game)
-        if action_mask not in ("obs", "info"):
-            raise ConfigError(label, f"action_mask={action_mask!r} is not 'obs' or 'info'",
-                              fix="Use action_mask='obs' (inside a Dict observation) or 'info'.")
-        if max_steps is not None and (
-            isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer))
-            or max_steps < 1
-        ):
-            raise ConfigError(label, f"max_steps={max_steps!r} is not a positive integer",
-                              fix="Pass a positive int, or None to play every game to its end.")
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise ConfigError(
-                label, f"illegal_action={illegal_action!r} is not a known mode",
-                fix=f"Use one of {', '.join(repr(m) for m in ILLEGAL_ACTION_MODES)}.",
-            )
-
-    @staticmethod
-    def _make_ids(game: Any, agent_ids: Union[str, Sequence[Any]], n: int) -> list[Any]:
-        if agent_ids == "int":
-            return list(range(n))
-        if agent_ids == "names":
-            spec = getattr(game, "spec", None)  # a game made by to_openspiel
-            original = list(getattr(spec, "agents", ()))
-            if len(original) == n and len(set(map(repr, original))) == n:
-                return original
-            return [f"player_{p}" for p in range(n)]
-        if isinstance(agent_ids, str) or not isinstance(agent_ids, Sequence):
-            raise ConfigError(
-                game_string(game), f"agent_ids={agent_ids!r} is not 'int', 'names' or a sequence",
-                fix=f"Pass 'int', 'names' or a list of {n} distinct hashable ids.",
-            )
-        ids = list(agent_ids)
-        if len(ids) != n or len(set(ids)) != n:
-            raise ConfigError(
-                game_string(game),
-                f"agent_ids has {len(ids)} ids ({len(set(ids))} distinct) for {n} players",
-                fix=f"Pass exactly {n} distinct ids, one per player in player order.",
-            )
-        return ids
 
     # -- the live game -----------------------------------------------------------
 
@@ -411,7 +378,8 @@ class OpenSpielEnv(MultiAgentEnv):
                 self._simultaneous_node = False
                 aid = self._ids[current]
                 if self.mask_in_obs:
-                    return {aid: {"observation": self._read(state, current), "action_mask": mask}}, {}
+                    ob = {"observation": self._read(state, current), "action_mask": mask}
+                    return {aid: ob}, {}
                 return {aid: self._read(state, current)}, {aid: {"action_mask": mask}}
             players: tuple[int, ...] = ()
             masks = {}
@@ -494,95 +462,6 @@ class OpenSpielEnv(MultiAgentEnv):
                 infos[aid] = {"action_mask": mask}
         return obs
 
-    # -- validation --------------------------------------------------------------
-
-    def _raise_bad_keys(self, action_dict: Any) -> None:
-        expected = self.actors
-        if not isinstance(action_dict, Mapping):
-            raise ActionError(
-                None, action_dict,
-                expected=f"a dict mapping each actor ({expected!r}) to its action",
-            )
-        extra = [a for a in action_dict if a not in expected]
-        if extra:
-            agent = extra[0]
-            who = "not an agent of this game" if agent not in self._player_of else "not to move now"
-            raise ActionError(
-                agent, action_dict[agent],
-                expected=f"actions only for {expected!r} ({agent!r} is {who})",
-                fix="Send actions only for the agents in the last observation dict.",
-            )
-        missing = [a for a in expected if a not in action_dict]
-        raise ActionError(
-            missing[0], "no action",
-            expected=f"an action for every actor: {expected!r}",
-            fix="Send one action for each agent in the last observation dict.",
-        )
-
-    def _as_action(self, aid: Any, action: Any) -> int:
-        if type(action) is int:
-            value = action
-        elif isinstance(action, np.integer) or (
-            isinstance(action, np.ndarray) and action.shape in ((), (1,))
-            and action.dtype.kind in "iu"
-        ):
-            value = int(action.item() if isinstance(action, np.ndarray) else action)
-        else:
-            raise ActionError(
-                aid, action,
-                expected=f"an integer action in [0, {self.num_actions - 1}] (Discrete("
-                f"{self.num_actions})), not {type(action).__name__}",
-            )
-        if not 0 <= value < self.num_actions:
-            raise ActionError(
-                aid, action,
-                expected=f"an integer action in [0, {self.num_actions - 1}] "
-                f"(Discrete({self.num_actions}))",
-            )
-        return value
-
-    def _legal_text(self, player: int, limit: int = 20) -> str:
-        legal = [int(a) for a in np.flatnonzero(self._masks[player])]
-        shown = []
-        for a in legal[:limit]:
-            try:
-                shown.append(f"{a} ({self._state.action_to_string(player, a)})")
-            except Exception:  # a game without action strings
-                shown.append(str(a))
-        more = f", ... ({len(legal) - limit} more)" if len(legal) > limit else ""
-        return "[" + ", ".join(shown) + more + "]"
-
-    def _handle_illegal(
-        self, chosen: dict[int, int], illegal: Optional[dict[int, int]] = None
-    ) -> tuple[Optional[dict[int, int]], dict[int, int]]:
-        illegal = chosen if illegal is None else illegal
-        if self.illegal_action == "raise":
-            player, action = next(iter(illegal.items()))
-            raise ActionError(
-                self._ids[player], action,
-                expected=f"a legal action; the legal ones are {self._legal_text(player)}",
-                fix="Choose an action whose entry in the action mask is 1; the state was not "
-                "changed.",
-            )
-        if self.illegal_action == "terminate":
-            return None, dict(illegal)
-        chosen = dict(chosen)
-        for p in illegal:
-            legal = np.flatnonzero(self._masks[p])
-            chosen[p] = int(legal[self.np_random.integers(legal.size)])
-        return chosen, dict(illegal)
-
-    def _terminate_illegal(self, offenders: dict[int, int]) -> StepResult:
-        self._steps += 1
-        rewards = {aid: 0.0 for aid in self._ids}
-        for p in offenders:
-            rewards[self._ids[p]] = self.illegal_reward
-        infos: MultiAgentDict = {
-            COMMON: {"illegal_actions": {self._ids[p]: a for p, a in offenders.items()}}
-        }
-        obs = self._observe_all(infos)
-        return obs, rewards, self._flags(True), self._flags(False), infos
-
     # -- the rest of the protocol -----------------------------------------------
 
     def render(self) -> Any:
@@ -613,8 +492,8 @@ class OpenSpielEnv(MultiAgentEnv):
         memo[id(self)] = clone
         clone.__dict__.update({
             k: copy.deepcopy(v, memo) for k, v in self.__dict__.items()
-            if k not in ("game", "source_game", "observer", "_read", "_state", "_start", "_obs_space",
-                         "_action_space", "observation_spaces", "action_spaces")
+            if k not in ("game", "source_game", "observer", "_read", "_state", "_start",
+                         "_obs_space", "_action_space", "observation_spaces", "action_spaces")
         })
         clone.observer = Observer(self.game, self.observation_kind)
         clone._read = clone.observer.read

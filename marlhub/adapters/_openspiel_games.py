@@ -263,11 +263,13 @@ def load_game(game: Any, params: Optional[Mapping[str, Any]] = None) -> Any:
         with _native_stderr_captured() as captured:
             loaded = pyspiel.load_game(name, merged)
     except Exception as exc:  # SpielError mostly; IndexError or RuntimeError from some games
-        label = name if not merged else f"{name}({', '.join(f'{k}={v!r}' for k, v in merged.items())})"
+        shown = ", ".join(f"{k}={v!r}" for k, v in merged.items())
+        label = f"{name}({shown})" if merged else name
         raise ConfigError(
             label,
             f"OpenSpiel cannot build this game: {type(exc).__name__}: {exc}",
-            fix=f"{name} accepts: {_spec_text(registered_game_types()[name].parameter_specification)}; "
+            fix=f"{name} accepts: "
+            f"{_spec_text(registered_game_types()[name].parameter_specification)}; "
             "parameters without a usable default must be given, e.g. "
             "turn_based_simultaneous_game(game=goofspiel(num_cards=4)).",
         ) from None

@@ -25,7 +25,11 @@ import numpy as np
 
 from marlhub.adapters._openspiel_env import OpenSpielEnv
 from marlhub.adapters._openspiel_games import import_pyspiel
-from marlhub.conformance.equivalence import returns_findings, trajectory_finding, why_different
+from marlhub.conformance.equivalence import (
+    returns_findings,
+    trajectory_finding,
+    why_different,
+)
 from marlhub.conformance.report import Finding, Reproducer
 from marlhub.conformance.rules import EQUIV_TRAJECTORY
 from marlhub.core import ALL

@@ -32,7 +32,11 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-from marlhub.adapters._openspiel_games import _native_stderr_captured, game_string, import_pyspiel
+from marlhub.adapters._openspiel_games import (
+    _native_stderr_captured,
+    game_string,
+    import_pyspiel,
+)
 from marlhub.errors import ConfigError, EnvContractError
 
 __all__ = ["OBSERVATION_KINDS", "Observer", "OpenSpielText"]

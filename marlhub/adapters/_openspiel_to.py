@@ -239,7 +239,8 @@ def to_openspiel(
         chance_mode=T.ChanceMode.SAMPLED_STOCHASTIC,
         information=T.Information.IMPERFECT_INFORMATION,
         utility=T.Utility.ZERO_SUM if zero_sum else T.Utility.GENERAL_SUM,
-        reward_model=T.RewardModel.TERMINAL if reward_model == "terminal" else T.RewardModel.REWARDS,
+        reward_model=(T.RewardModel.TERMINAL if reward_model == "terminal"
+                      else T.RewardModel.REWARDS),
         max_num_players=len(agents),
         min_num_players=len(agents),
         provides_information_state_string=False,

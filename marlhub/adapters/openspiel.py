@@ -1,4 +1,4 @@
-"""OpenSpiel <-> hub: ``from_openspiel`` plays any pyspiel game as a hub env, ``to_openspiel`` the reverse.
+"""OpenSpiel <-> hub: any pyspiel game as a hub env, and any hub env as a pyspiel game.
 
 * :func:`from_openspiel` / :class:`OpenSpielEnv` (RLlib's name and layout):
   a ``pyspiel.Game``, game name, game string or ``pyspiel.State`` as a hub env;

@@ -112,7 +112,8 @@ def test_agents_that_come_and_go_keep_their_rewards() -> None:
 def test_round_trip_the_other_way_hands_back_the_game() -> None:
     game = pyspiel.load_game("leduc_poker")
     assert to_openspiel(from_openspiel(game)) is game
-    assert to_openspiel(from_openspiel("kuhn_poker(players=3)", observation="string")).num_players() == 3
+    env = from_openspiel("kuhn_poker(players=3)", observation="string")
+    assert to_openspiel(env).num_players() == 3
 
 
 def test_the_game_type_is_probed_or_declared() -> None:
