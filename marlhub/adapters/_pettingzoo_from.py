@@ -1,6 +1,7 @@
-"""PettingZoo -> hub: :class:`PettingZooEnv` (AEC) and :class:`ParallelPettingZooEnv` (parallel).
+"""PettingZoo AEC -> hub: :class:`PettingZooEnv`, and what the PettingZoo adapters share.
 
-Both are drop-in for the classes of the same name in
+:class:`PettingZooEnv` and its parallel sibling
+(:mod:`marlhub.adapters._pettingzoo_from_parallel`) are drop-in for the classes of the same name in
 ``ray.rllib.env.wrappers.pettingzoo_env`` (same constructor, ``env`` /
 ``par_env`` attributes, ``get_sub_environments``) but follow DESIGN.md
 section 3: agent order from ``possible_agents``, per-agent spaces, every
@@ -29,11 +30,18 @@ from typing import Any, Optional
 import gymnasium as gym
 import numpy as np
 
-from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict, MultiAgentEnv, ResetResult, StepResult
+from marlhub.core import (
+    ALL,
+    AgentID,
+    MultiAgentDict,
+    MultiAgentEnv,
+    ResetResult,
+    StepResult,
+)
 from marlhub.errors import ActionError, ResetNeededError
 from marlhub.spaces import ACTION_MASK_KEY, why_illegal
 
-__all__ = ["ParallelPettingZooEnv", "PettingZooEnv"]
+__all__ = ["PettingZooEnv", "state_holder"]
 
 _NOT_RESET = "reset() has not been called yet"
 _EPISODE_OVER = "the episode is over (__all__ was True in the last step)"
@@ -190,6 +198,43 @@ class _PettingZooBase(MultiAgentEnv):
         return f"<{type(self).__name__} of {self._native}>"
 
 
+#: PettingZoo wrappers that only forward the AEC state attributes (``agents``,
+#: ``agent_selection``, ``rewards``, ``terminations``, ``truncations``,
+#: ``infos``) to the env they wrap and never assign them on themselves
+#: (checked against PettingZoo 1.27). Exact classes: a subclass may do more.
+_TRANSPARENT_WRAPPERS = frozenset({
+    ("pettingzoo.utils.wrappers.base", "BaseWrapper"),
+    ("pettingzoo.utils.wrappers.order_enforcing", "OrderEnforcingWrapper"),
+    ("pettingzoo.utils.wrappers.assert_out_of_bounds", "AssertOutOfBoundsWrapper"),
+    ("pettingzoo.utils.wrappers.clip_out_of_bounds", "ClipOutOfBoundsWrapper"),
+    ("pettingzoo.utils.wrappers.terminate_illegal", "TerminateIllegalWrapper"),
+    ("pettingzoo.utils.wrappers.capture_stdout", "CaptureStdoutWrapper"),
+})
+
+
+def state_holder(env: Any) -> Any:
+    """Return the object whose AEC state attributes ``env``'s attributes read through to.
+
+    Reading ``env.rewards`` on a wrapped env walks a ``__getattr__`` chain, one
+    Python call per wrapper; reading it on the holder gives the same object at
+    once. Methods (``step``, ``observe``) are still called on ``env``: wrappers
+    change what they do.
+
+    Example:
+        >>> import pettingzoo
+        >>> env = pettingzoo.make("aec", "classic/tictactoe-v3")
+        >>> state_holder(env) is env.unwrapped
+        True
+    """
+    obj = env
+    while (type(obj).__module__, type(obj).__qualname__) in _TRANSPARENT_WRAPPERS:
+        inner = obj.__dict__.get("env")
+        if inner is None:
+            break
+        obj = inner
+    return obj
+
+
 class PettingZooEnv(_PettingZooBase):
     """A PettingZoo AEC env as a hub env: one hub step per AEC turn.
 
@@ -209,11 +254,21 @@ class PettingZooEnv(_PettingZooBase):
     def __init__(self, env: Any) -> None:
         super().__init__(env)
         self.env = env
+        self._holder = state_holder(env)
         self._name = str(env)
         self._actor: AgentID = None
         self._actor_obs: Any = None
         self._actor_info: Any = None
         self._any_truncated = False
+        # agent -> (start, n) of its Discrete action space, None for other spaces.
+        self._discrete: dict[AgentID, Optional[tuple[int, int]]] = {}
+
+    def _live_agents(self) -> list[AgentID]:
+        return list(self._holder.agents)
+
+    def _forget_spaces(self) -> None:
+        super()._forget_spaces()
+        self._discrete = {}
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> ResetResult:
         """Reset the native env (``seed`` and ``options`` passed through); return the first actor's view."""
@@ -223,32 +278,45 @@ class PettingZooEnv(_PettingZooBase):
         self._forget_spaces()
         self._any_truncated = False
         self._cannot_step = None
-        self._skip_dead(env)  # envs where an agent starts done (none in PettingZoo itself)
-        if not env.agents:
+        holder = self._holder
+        # An agent done from the start (none in PettingZoo itself) leaves unseen.
+        while holder.agents and (holder.terminations[holder.agent_selection]
+                                 or holder.truncations[holder.agent_selection]):
+            env.step(None)
+        if not holder.agents:
             self._cannot_step = _EPISODE_OVER
             return {}, {}
-        actor = env.agent_selection
+        actor = holder.agent_selection
         obs = env.observe(actor)
-        info = env.infos[actor]
-        self._remember(actor, obs, info)
-        return {actor: obs}, {actor: info}
-
-    def _remember(self, actor: AgentID, obs: Any, info: Any) -> None:
+        info = holder.infos[actor]
         self._actor, self._actor_obs, self._actor_info = actor, obs, info
         if self._growing_agents:
             self._learn_agent(actor)
+        return {actor: obs}, {actor: info}
 
-    def _skip_dead(self, env: Any) -> dict[AgentID, Any]:
-        """Step every dead selected agent with None; return their rewards summed (none at reset)."""
-        rewards: dict[AgentID, Any] = {}
-        while env.agents:
-            agent = env.agent_selection
-            if not (env.terminations[agent] or env.truncations[agent]):
-                break
-            env.step(None)
-            for a, r in env.rewards.items():
-                rewards[a] = rewards.get(a, 0) + r
-        return rewards
+    def _discrete_of(self, agent: AgentID) -> Optional[tuple[int, int]]:
+        space = self.get_action_space(agent)
+        fast = (int(space.start), int(space.n)) if type(space) is gym.spaces.Discrete else None
+        self._discrete[agent] = fast
+        return fast
+
+    def _check(self, action_dict: Any) -> Any:
+        """Validate ``action_dict`` completely; return the actor's action."""
+        actor = self._actor
+        if type(action_dict) is not dict or len(action_dict) != 1 or actor not in action_dict:
+            _check_keys(self._name, action_dict, [actor], self.possible_agents)
+        action = action_dict[actor]
+        obs = self._actor_obs
+        mask = obs.get(ACTION_MASK_KEY) if type(obs) is dict else None
+        if mask is None and self._actor_info:
+            mask = self._actor_info.get(ACTION_MASK_KEY)
+        fast = self._discrete[actor] if actor in self._discrete else self._discrete_of(actor)
+        if fast is not None and type(action) in _INT_TYPES:
+            index = int(action) - fast[0]
+            if 0 <= index < fast[1] and (mask is None or mask[index]):
+                return action
+        _check_action(actor, self.get_action_space(actor), action, mask)
+        return action
 
     def step(self, action_dict: MultiAgentDict) -> StepResult:
         """Apply the actor's action, step dead agents with None, return the next actor's view.
@@ -259,200 +327,57 @@ class PettingZooEnv(_PettingZooBase):
         """
         if self._cannot_step is not None:
             raise ResetNeededError(type(self).__name__, self._cannot_step)
-        actor = self._actor
-        if type(action_dict) is not dict or len(action_dict) != 1 or actor not in action_dict:
-            _check_keys(self._name, action_dict, [actor], self.possible_agents)
-        action = action_dict[actor]
-        space = self.action_spaces.get(actor)
-        if space is None:
-            space = self.get_action_space(actor)
-        mask = _mask_of(self._actor_obs, self._actor_info)
-        if not _discrete_ok(space, action, mask):
-            _check_action(actor, space, action, mask)
-
+        action = self._check(action_dict)
         env = self.env
+        holder = self._holder
         env.step(action)
-        rewards = dict(env.rewards)
+        rewards = holder.rewards.copy()
+        if holder.agents:
+            nxt = holder.agent_selection
+            if not (holder.terminations[nxt] or holder.truncations[nxt]):
+                # The common case: nobody left the episode.
+                obs = env.observe(nxt)
+                info = holder.infos[nxt]
+                self._actor, self._actor_obs, self._actor_info = nxt, obs, info
+                if self._growing_agents:
+                    self._learn_agent(nxt)
+                return ({nxt: obs}, rewards, {nxt: False, ALL: False}, {nxt: False, ALL: False},
+                        {nxt: info})
+        return self._finish_step(rewards)
+
+    def _finish_step(self, rewards: dict[AgentID, Any]) -> StepResult:
+        """Step the dead agents with None, each after recording its last turn; select the next actor."""
+        env = self.env
+        holder = self._holder
         obs: dict[AgentID, Any] = {}
         terminateds: dict[AgentID, Any] = {}
         truncateds: dict[AgentID, Any] = {}
         infos: dict[AgentID, Any] = {}
-        agents = env.agents
-        if agents:
-            nxt = env.agent_selection
-            terms = env.terminations
-            truncs = env.truncations
-            term = terms[nxt]
-            trunc = truncs[nxt]
-            while term or trunc:
-                # The agent's last turn: what the native loop's last() shows it.
-                obs[nxt] = env.observe(nxt)
-                terminateds[nxt] = bool(term)
-                truncateds[nxt] = bool(trunc)
-                infos[nxt] = env.infos[nxt]
-                if not term:
-                    self._any_truncated = True
-                env.step(None)
-                for a, r in env.rewards.items():
-                    rewards[a] = rewards.get(a, 0) + r
-                agents = env.agents
-                if not agents:
-                    break
-                nxt = env.agent_selection
-                terms = env.terminations
-                truncs = env.truncations
-                term = terms[nxt]
-                trunc = truncs[nxt]
-        if agents:
-            next_obs = env.observe(nxt)
-            next_info = env.infos[nxt]
-            obs[nxt] = next_obs
-            infos[nxt] = next_info
-            terminateds[nxt] = False
-            truncateds[nxt] = False
-            terminateds[ALL] = False
-            truncateds[ALL] = False
-            self._actor, self._actor_obs, self._actor_info = nxt, next_obs, next_info
-            if self._growing_agents:
-                self._learn_agent(nxt)
-        else:
-            self._cannot_step = _EPISODE_OVER
-            self._actor = None
-            terminateds[ALL] = not self._any_truncated
-            truncateds[ALL] = self._any_truncated
-        return obs, rewards, terminateds, truncateds, infos
-
-
-class ParallelPettingZooEnv(_PettingZooBase):
-    """A PettingZoo parallel env as a hub env: one hub step per parallel step.
-
-    Entries for agents that finished in an earlier step are dropped (an agent
-    never reappears once done), an actor without a reward gets 0, infos keys
-    that name no agent go under ``"__common__"``, and ``__all__`` is terminated
-    when every agent that finished terminated, truncated otherwise.
-
-    Args:
-        env: a PettingZoo ``ParallelEnv`` (wrapped or not).
-
-    Example:
-        >>> import pettingzoo
-        >>> native = pettingzoo.make("parallel", "butterfly/pistonball-v6", max_cycles=2)
-        >>> env = ParallelPettingZooEnv(native)
-        >>> obs, infos = env.reset(seed=0)
-        >>> len(obs), list(obs)[:2]
-        (20, ['piston_0', 'piston_1'])
-        >>> acts = {a: env.get_action_space(a).sample() * 0 for a in obs}
-        >>> _ = env.step(acts)
-        >>> obs, rewards, terminateds, truncateds, infos = env.step(acts)
-        >>> terminateds["__all__"], truncateds["__all__"], env.agents
-        (False, True, [])
-    """
-
-    def __init__(self, env: Any) -> None:
-        super().__init__(env)
-        self.par_env = env
-        self._name = str(env)
-        self._actors: list[AgentID] = []
-        self._actor_obs: dict[AgentID, Any] = {}
-        self._actor_infos: dict[AgentID, Any] = {}
-        self._finished: set[AgentID] = set()
-        self._any_truncated = False
-
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> ResetResult:
-        """Reset the native env (``seed`` and ``options`` passed through); return every actor's view."""
-        super().reset(seed=seed)
-        obs, infos = self.par_env.reset(seed=seed, options=options)
-        self._forget_spaces()
-        self._finished = set()
-        self._any_truncated = False
-        obs = dict(obs)
-        infos = self._split_infos(obs, infos or {})
-        self._cannot_step = None if obs else _EPISODE_OVER
-        self._note_actors(obs, infos, {}, {})
-        return obs, infos
-
-    def _split_infos(self, obs: Mapping[AgentID, Any], infos: Mapping[Any, Any]) -> dict[Any, Any]:
-        """Keep the infos of agents in ``obs``; put keys that name no agent under ``__common__``."""
-        kept: dict[Any, Any] = {}
-        common: dict[Any, Any] = {}
-        for key, value in infos.items():
-            if key in obs:
-                kept[key] = value
-            elif key not in self.observation_spaces and not self._growing_agents:
-                common[key] = value
-        if common:
-            kept[COMMON] = common
-        return kept
-
-    def _note_actors(self, obs: Mapping[AgentID, Any], infos: Mapping[AgentID, Any],
-                     terms: Mapping[AgentID, Any], truncs: Mapping[AgentID, Any]) -> None:
-        actors = [a for a in obs if not (terms.get(a) or truncs.get(a))]
-        self._actors = actors
-        self._actor_obs = obs  # type: ignore[assignment]
-        self._actor_infos = infos  # type: ignore[assignment]
-        if self._growing_agents:
-            for a in actors:
-                self._learn_agent(a)
-
-    def _live_agents(self) -> list[AgentID]:
-        return [a for a in self.par_env.agents if a not in self._finished]
-
-    def step(self, action_dict: MultiAgentDict) -> StepResult:
-        """Apply every actor's action at once.
-
-        Raises:
-            ResetNeededError: before ``reset()`` or after ``__all__``.
-            ActionError: an actor without an action, an action for anyone else, or an
-                action outside its space or mask; nothing was applied.
-        """
-        if self._cannot_step is not None:
-            raise ResetNeededError(type(self).__name__, self._cannot_step)
-        actors = self._actors
-        if type(action_dict) is not dict or len(action_dict) != len(actors) or any(
-            a not in action_dict for a in actors
-        ):
-            _check_keys(self._name, action_dict, actors, self.possible_agents)
-        spaces = self.action_spaces
-        for agent in actors:
-            action = action_dict[agent]
-            space = spaces.get(agent)
-            if space is None:
-                space = self.get_action_space(agent)
-            mask = _mask_of(self._actor_obs.get(agent), self._actor_infos.get(agent))
-            if not _discrete_ok(space, action, mask):
-                _check_action(agent, space, action, mask)
-
-        n_obs, n_rewards, n_terms, n_truncs, n_infos = self.par_env.step(action_dict)
-        finished = self._finished
-        obs = {a: o for a, o in n_obs.items() if a not in finished}
-        rewards = {a: r for a, r in n_rewards.items() if a not in finished}
-        terminateds: dict[Any, Any] = {}
-        truncateds: dict[Any, Any] = {}
-        for agent in dict.fromkeys([*n_terms, *n_truncs]):
-            if agent in finished:
-                continue
-            term = bool(n_terms.get(agent, False))
-            trunc = bool(n_truncs.get(agent, False))
-            terminateds[agent] = term
-            truncateds[agent] = trunc
-            if term or trunc:
-                finished.add(agent)
-                if not term:
-                    self._any_truncated = True
-        for agent in actors:  # an agent that acted and still observes has a reward entry
-            if agent in obs and agent not in rewards:
-                rewards[agent] = 0
-        infos = self._split_infos(obs, n_infos or {})
-        live = [a for a in self.par_env.agents if a not in finished]
-        if live:
-            terminateds[ALL] = False
-            truncateds[ALL] = False
-        else:
-            self._cannot_step = _EPISODE_OVER
-            # Agents the env dropped without a flag ended by truncation of the episode.
-            if any(a not in finished for a in actors):
+        while holder.agents:
+            agent = holder.agent_selection
+            term = holder.terminations[agent]
+            trunc = holder.truncations[agent]
+            if not (term or trunc):
+                obs[agent] = self._actor_obs = env.observe(agent)
+                infos[agent] = self._actor_info = holder.infos[agent]
+                terminateds[agent] = truncateds[agent] = False
+                terminateds[ALL] = truncateds[ALL] = False
+                self._actor = agent
+                if self._growing_agents:
+                    self._learn_agent(agent)
+                return obs, rewards, terminateds, truncateds, infos
+            # The agent's last turn: what the native loop's last() shows it.
+            obs[agent] = env.observe(agent)
+            terminateds[agent] = bool(term)
+            truncateds[agent] = bool(trunc)
+            infos[agent] = holder.infos[agent]
+            if not term:
                 self._any_truncated = True
-            terminateds[ALL] = not self._any_truncated
-            truncateds[ALL] = self._any_truncated
-        self._note_actors(obs, infos, terminateds, truncateds)
+            env.step(None)
+            for a, r in holder.rewards.items():
+                rewards[a] = rewards.get(a, 0) + r
+        self._cannot_step = _EPISODE_OVER
+        self._actor = None
+        terminateds[ALL] = not self._any_truncated
+        truncateds[ALL] = self._any_truncated
         return obs, rewards, terminateds, truncateds, infos

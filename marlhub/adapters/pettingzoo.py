@@ -29,7 +29,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Literal
 
-from marlhub.adapters._pettingzoo_from import ParallelPettingZooEnv, PettingZooEnv
+from marlhub.adapters._pettingzoo_from import PettingZooEnv
+from marlhub.adapters._pettingzoo_from_parallel import ParallelPettingZooEnv
 from marlhub.adapters._pettingzoo_lockstep import compare_with_native
 from marlhub.core import MultiAgentEnv, missing_protocol_members
 from marlhub.errors import MissingDependencyError, ProtocolError

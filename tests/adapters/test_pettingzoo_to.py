@@ -12,6 +12,8 @@ import pytest
 
 pettingzoo = pytest.importorskip("pettingzoo")
 
+import warnings  # noqa: E402
+
 from gymnasium.utils.env_checker import data_equivalence  # noqa: E402
 
 from marlhub.adapters.pettingzoo import (  # noqa: E402
@@ -35,8 +37,6 @@ from marlhub.errors import (  # noqa: E402
 )
 from marlhub.spaces import ActionSampler, find_action_mask  # noqa: E402
 from tests.adapters.test_pettingzoo_custom_envs import Herd, Relay, _quietly  # noqa: E402
-
-import warnings  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
