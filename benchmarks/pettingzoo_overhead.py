@@ -240,7 +240,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             contenders["rllib PettingZooEnv"] = rllib
         times = measure(contenders, rounds=args.rounds, episodes=args.episodes)
         out += report(f"{env_id} (AEC){ray_note}", times)
-    kwargs = {"max_cycles": 125}
+    kwargs = {"max_cycles": 20 if args.quick else 125}
     env_id = "butterfly/pistonball-v6"
     contenders = {
         "native": native_parallel(env_id, kwargs),
@@ -250,7 +250,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if rllib_par is not None:
         contenders["rllib ParallelPettingZooEnv"] = rllib_par
     times = measure(contenders, rounds=max(2, args.rounds // 2), episodes=args.parallel_episodes)
-    out += report(f"{env_id} (parallel, 20 pistons, 125 cycles){ray_note}", times)
+    title = f"{env_id} (parallel, 20 pistons, {kwargs['max_cycles']} cycles){ray_note}"
+    out += report(title, times)
     print("\n".join(out))
     return 0
 

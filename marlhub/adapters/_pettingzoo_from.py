@@ -51,7 +51,7 @@ _INT_TYPES = frozenset({int, np.int8, np.int16, np.int32, np.int64, np.uint8, np
 
 
 def _discrete_ok(space: gym.Space, action: Any, mask: Any) -> bool:
-    """Tell quickly whether ``action`` is legal in a Discrete ``space``; False means "look closer"."""
+    """Tell quickly whether ``action`` is legal in a Discrete ``space``; False: look closer."""
     if type(action) not in _INT_TYPES or type(space) is not gym.spaces.Discrete:
         return False
     index = int(action) - int(space.start)
@@ -77,7 +77,7 @@ def _mask_of(obs: Any, info: Any) -> Any:
 
 def _check_keys(env_name: str, action_dict: Any, actors: list[AgentID],
                 possible: list[AgentID]) -> None:
-    """Raise :class:`ActionError` unless ``action_dict`` is a dict with exactly ``actors`` as keys."""
+    """Raise :class:`ActionError` unless ``action_dict`` is a dict keyed by exactly ``actors``."""
     if not isinstance(action_dict, Mapping):
         raise ActionError(
             None, action_dict,
@@ -271,7 +271,7 @@ class PettingZooEnv(_PettingZooBase):
         self._discrete = {}
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> ResetResult:
-        """Reset the native env (``seed`` and ``options`` passed through); return the first actor's view."""
+        """Reset the native env (seed and options passed through); return the first actor's view."""
         super().reset(seed=seed)
         env = self.env
         env.reset(seed=seed, options=options)
@@ -346,7 +346,7 @@ class PettingZooEnv(_PettingZooBase):
         return self._finish_step(rewards)
 
     def _finish_step(self, rewards: dict[AgentID, Any]) -> StepResult:
-        """Step the dead agents with None, each after recording its last turn; select the next actor."""
+        """Step dead agents with None, each after recording its last turn; select the next actor."""
         env = self.env
         holder = self._holder
         obs: dict[AgentID, Any] = {}

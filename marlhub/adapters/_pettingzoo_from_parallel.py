@@ -70,7 +70,7 @@ class ParallelPettingZooEnv(_PettingZooBase):
         self._any_truncated = False
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> ResetResult:
-        """Reset the native env (``seed`` and ``options`` passed through); return every actor's view."""
+        """Reset the native env (seed and options passed through); return every actor's view."""
         super().reset(seed=seed)
         obs, infos = self.par_env.reset(seed=seed, options=options)
         self._forget_spaces()

@@ -45,7 +45,8 @@ def _reward_difference(adapted: Any, native: Any) -> Optional[_Diverged]:
 
 
 def _expect(what: str, adapted: Any, native: Any) -> None:
-    if isinstance(adapted, Mapping) and isinstance(native, Mapping) and list(adapted) != list(native):
+    both_dicts = isinstance(adapted, Mapping) and isinstance(native, Mapping)
+    if both_dicts and list(adapted) != list(native):
         raise _Diverged("agent order", f"keys {list(adapted)} vs {list(native)}")
     reason = why_different(adapted, native)
     if reason:
@@ -60,7 +61,7 @@ def compare_with_native(
     max_steps: int = 1000,
     adapt: Optional[Callable[[Any], Any]] = None,
 ) -> list[Finding]:
-    """Step ``from_pettingzoo(factory())`` and a second ``factory()`` in lockstep; return the differences.
+    """Step ``from_pettingzoo(factory())`` and another ``factory()`` in lockstep; list differences.
 
     Args:
         factory: a zero-argument callable returning a fresh PettingZoo AEC or parallel

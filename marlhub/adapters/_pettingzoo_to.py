@@ -58,7 +58,8 @@ def _space_lookup(hub: Any, kind: str) -> Any:
     return spaces.__getitem__
 
 
-def _flags(agent: AgentID, terms: Mapping[Any, Any], truncs: Mapping[Any, Any]) -> tuple[bool, bool]:
+def _flags(agent: AgentID, terms: Mapping[Any, Any],
+           truncs: Mapping[Any, Any]) -> tuple[bool, bool]:
     """Return (terminated, truncated) of ``agent``, ``__all__`` included; termination wins."""
     term = bool(terms.get(agent, False))
     trunc = bool(truncs.get(agent, False))
@@ -77,7 +78,8 @@ def zero_like(space: gym.Space) -> Any:
     action"), else the nearest bound; a deterministic sample for other spaces.
 
     Example:
-        >>> zero_like(gym.spaces.Dict({"obs": gym.spaces.Box(1, 2, (2,)), "mask": gym.spaces.MultiBinary(3)}))
+        >>> box, mask = gym.spaces.Box(1, 2, (2,)), gym.spaces.MultiBinary(3)
+        >>> zero_like(gym.spaces.Dict({"obs": box, "mask": mask}))
         {'mask': array([0, 0, 0], dtype=int8), 'obs': array([1., 1.], dtype=float32)}
     """
     if isinstance(space, gym.spaces.Discrete):
@@ -106,18 +108,20 @@ def _refuse_finished(name: str, finished: set[AgentID], obs: Mapping[AgentID, An
         if agent in finished:
             raise EnvContractError(
                 name, "done.final",
-                f"step() returned an observation for {agent!r}, which was done earlier in the episode",
+                f"step() returned an observation for {agent!r}, which was done earlier in the "
+                "episode",
             )
     for agent, reward in rewards.items():
         if agent in finished and reward != 0:
             raise EnvContractError(
                 name, "done.final",
-                f"step() gave the reward {reward!r} to {agent!r}, which was done earlier in the episode",
+                f"step() gave the reward {reward!r} to {agent!r}, which was done earlier in the "
+                "episode",
             )
 
 
 def numpy_obs(space: gym.Space, obs: Any) -> Any:
-    """Return ``obs`` with plain Python ints of Discrete spaces as numpy scalars of the space's dtype.
+    """Return ``obs`` with the plain ints of Discrete spaces as numpy scalars of the space's dtype.
 
     PettingZoo's ``api_test`` compares observation dtypes with the space's,
     which a plain ``int`` (valid in a hub env) does not have.
@@ -129,7 +133,8 @@ def numpy_obs(space: gym.Space, obs: Any) -> Any:
     if type(space) is gym.spaces.Discrete:
         return space.dtype.type(obs) if type(obs) in (int, bool) else obs
     if type(space) is gym.spaces.Dict and isinstance(obs, dict):
-        return {k: numpy_obs(space.spaces[k], v) if k in space.spaces else v for k, v in obs.items()}
+        subs = space.spaces
+        return {k: numpy_obs(subs[k], v) if k in subs else v for k, v in obs.items()}
     return obs
 
 
@@ -288,7 +293,8 @@ class HubAECEnv(AECEnv):
         self._select_next()
 
     def _apply(self, obs: Mapping[AgentID, Any], rewards: Mapping[AgentID, Any],
-               terms: Mapping[Any, Any], truncs: Mapping[Any, Any], infos: Mapping[Any, Any]) -> None:
+               terms: Mapping[Any, Any], truncs: Mapping[Any, Any],
+               infos: Mapping[Any, Any]) -> None:
         _refuse_finished(type(self.hub_env).__name__, self._finished, obs, rewards)
         for agent in [*getattr(self.hub_env, "agents", ()), *obs, *rewards]:
             if agent not in self._finished:  # a sloppy `agents` may still list done agents
@@ -446,7 +452,8 @@ class HubParallelEnv(ParallelEnv):
         obs, rewards, terms, truncs, infos = self.hub_env.step(relevant)
         _refuse_finished(name, self._finished, obs, rewards)
         candidates = [
-            a for a in dict.fromkeys([*self.agents, *getattr(self.hub_env, "agents", ()), *obs, *rewards])
+            a for a in dict.fromkeys(
+                [*self.agents, *getattr(self.hub_env, "agents", ()), *obs, *rewards])
             if a not in self._finished
         ]
         out_terms: dict[AgentID, bool] = {}

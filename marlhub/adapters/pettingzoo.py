@@ -74,7 +74,8 @@ def pettingzoo_kind(obj: Any) -> Literal["aec", "parallel", ""]:
         kind = _BASES.get((cls.__module__, cls.__name__))
         if kind:
             return kind  # type: ignore[return-value]
-    if all(callable(getattr(obj, name, None)) for name in ("agent_iter", "last", "observe", "step")):
+    aec_methods = ("agent_iter", "last", "observe", "step")
+    if all(callable(getattr(obj, name, None)) for name in aec_methods):
         return "aec"
     return ""
 

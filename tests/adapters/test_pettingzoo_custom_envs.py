@@ -1,4 +1,4 @@
-"""Two small PettingZoo envs that exercise what the built-in ones rarely do, checked by PettingZoo itself.
+"""Two small PettingZoo envs doing what the built-in ones rarely do, checked by PettingZoo itself.
 
 * :class:`Relay` (AEC): heterogeneous spaces, the action mask in ``infos``,
   rewards to agents that are not acting, an agent that terminates mid-episode
@@ -137,7 +137,7 @@ class Relay(AECEnv):
 
 
 class Herd(ParallelEnv):
-    """A dog and two sheep move at once; sheep_1 is penned (terminated) at step 2; the rest truncate."""
+    """A dog and two sheep move at once; sheep_1 is penned (terminated) at step 2."""
 
     metadata = {"name": "herd_v0", "render_modes": []}
 
@@ -172,7 +172,8 @@ class Herd(ParallelEnv):
                 out[agent] = np.int64(min(self.t, 4))
         return out
 
-    def reset(self, seed: Optional[int] = None, options: Optional[dict] = None) -> tuple[dict, dict]:
+    def reset(self, seed: Optional[int] = None,
+              options: Optional[dict] = None) -> tuple[dict, dict]:
         if seed is not None:
             self.np_random = np.random.default_rng(seed)
         self.agents = list(self.possible_agents)
@@ -201,7 +202,7 @@ class Herd(ParallelEnv):
 
 
 def _quietly(fn: Any, *args: Any, **kwargs: Any) -> None:
-    """Run a PettingZoo test: it prints, and warns about style (names, dtypes) we do not test here."""
+    """Run a PettingZoo test: it prints, and warns about style (names, dtypes) not tested here."""
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
         fn(*args, **kwargs)

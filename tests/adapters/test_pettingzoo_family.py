@@ -1,4 +1,4 @@
-"""The pettingzoo/ registry family: ids from PettingZoo's registry, config, lockstep, the registry."""
+"""The pettingzoo/ family: ids from PettingZoo's registry, config, lockstep, the registry."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ def registry(family: PettingZooFamily) -> Registry:
 def test_ids_are_pettingzoos_registry_ids_of_importable_envs(family: PettingZooFamily) -> None:
     ids = dict(family.ids())
     assert "pettingzoo/classic/tictactoe-v3" in ids
-    assert ids["pettingzoo/butterfly/pistonball-v6"] == "PettingZoo butterfly env (AEC and parallel)"
+    assert ids["pettingzoo/butterfly/pistonball-v6"] == (
+        "PettingZoo butterfly env (AEC and parallel)")
     assert ids["pettingzoo/classic/connect_four-v3"] == "PettingZoo classic env (AEC)"
     expected = {f"pettingzoo/{i}" for i in pettingzoo.aec_registry}
     assert set(ids) <= expected
@@ -55,7 +56,8 @@ def test_make_returns_hub_envs_through_the_registry(registry: Registry) -> None:
     assert list(obs) == ["player_1"]
     par = registry.make("pettingzoo/butterfly/pistonball-v6",
                         {"api": "parallel", "n_pistons": 4, "max_cycles": 5})
-    assert type(par) is ParallelPettingZooEnv and par.possible_agents == [f"piston_{i}" for i in range(4)]
+    assert type(par) is ParallelPettingZooEnv
+    assert par.possible_agents == [f"piston_{i}" for i in range(4)]
     assert type(marlhub.make("pettingzoo/classic/rps-v2", {"num_actions": 5})) is PettingZooEnv
 
 
@@ -65,14 +67,15 @@ def test_config_keys_reach_the_constructor(family: PettingZooFamily) -> None:
     assert family.make("classic/rps-v2", EnvContext({"max_cycles": 3})).unwrapped.max_cycles == 3
 
 
-@pytest.mark.parametrize("rest", ["classic/tictactoe-v3", "classic/tictactoe_v3", "classic/tictactoe"])
+@pytest.mark.parametrize("rest", ["classic/tictactoe-v3", "classic/tictactoe_v3",
+                                  "classic/tictactoe"])
 def test_pettingzoos_spellings_work(family: PettingZooFamily, rest: str) -> None:
     assert str(family.make(rest, EnvContext())) == "tictactoe_v3"
 
 
 def test_unknown_config_keys_list_the_accepted_ones(registry: Registry) -> None:
-    with pytest.raises(ConfigError, match=r"unknown key 'board'. Accepted keys: 'api', 'render_mode', "
-                                          r"'screen_height'") as info:
+    accepted = r"Accepted keys: 'api', 'render_mode', 'screen_height'"
+    with pytest.raises(ConfigError, match=rf"unknown key 'board'. {accepted}") as info:
         registry.make("pettingzoo/classic/tictactoe-v3", {"board": 4})
     assert info.value.unknown == ["board"]
 

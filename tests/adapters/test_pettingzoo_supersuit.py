@@ -1,4 +1,4 @@
-"""SuperSuit interop: wrapped PettingZoo envs convert like any other; hub envs feed SuperSuit's vector envs."""
+"""SuperSuit interop: wrapped PettingZoo envs convert; hub envs feed SuperSuit's vector envs."""
 
 from __future__ import annotations
 

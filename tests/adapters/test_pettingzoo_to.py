@@ -138,7 +138,8 @@ ROUND_TRIPS = [
     ("classic/leduc_holdem-v4", {}),
     ("classic/rps-v2", {"max_cycles": 10}),
     ("butterfly/pistonball-v6", {"n_pistons": 4, "max_cycles": 10}),
-    ("butterfly/knights_archers_zombies-v11", {"max_cycles": 30, "spawn_delay": 2, "line_death": True}),
+    ("butterfly/knights_archers_zombies-v11",
+     {"max_cycles": 30, "spawn_delay": 2, "line_death": True}),
 ]
 
 
@@ -163,8 +164,8 @@ def test_parallel_round_trip_passes_parallel_api_test(env_id: str, kwargs: dict)
     _quietly(parallel_api_test, make(), num_cycles=60)
     check_parallel_deterministic(make, episodes=2)
     # The parallel env as AEC, through the hub.
-    _quietly(api_test, HubAECEnv(ParallelPettingZooEnv(pettingzoo.make("parallel", env_id, **kwargs))),
-             num_cycles=60)
+    native = pettingzoo.make("parallel", env_id, **kwargs)
+    _quietly(api_test, HubAECEnv(ParallelPettingZooEnv(native)), num_cycles=60)
 
 
 def test_custom_envs_round_trip() -> None:
@@ -195,8 +196,10 @@ def test_aec_view_returns_equal_hub_returns(name: str) -> None:
         obs, infos = env.reset(seed=seed)
         returns: dict[str, float] = defaultdict(float)
         while True:
-            actions = {a: sampler.sample(a, env.get_action_space(a), find_action_mask(o, infos.get(a)))
-                       for a, o in obs.items()}
+            actions = {
+                a: sampler.sample(a, env.get_action_space(a), find_action_mask(o, infos.get(a)))
+                for a, o in obs.items()
+            }
             obs, rewards, terms, truncs, infos = env.step(actions)
             for agent, reward in rewards.items():
                 returns[agent] += reward
@@ -280,7 +283,7 @@ def test_aec_view_errors() -> None:
     with pytest.raises(ResetNeededError, match=r"reset\(\) has not been called yet"):
         env.step(0)
     env.reset(seed=0)
-    with pytest.raises(ActionError, match=r"for 'player1': got 7, expected an action in Discrete\(3\)"):
+    with pytest.raises(ActionError, match=r"'player1': got 7, expected an action in Discrete\(3\)"):
         env.step(7)
     assert env.agent_selection == "player1" and env._actions == {}
     env.step(0)

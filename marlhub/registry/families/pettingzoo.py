@@ -42,7 +42,9 @@ def _pettingzoo() -> Any:
     try:
         return importlib.import_module("pettingzoo")
     except ImportError as exc:
-        raise MissingDependencyError("pettingzoo", "pettingzoo", "The pettingzoo/ env family") from exc
+        raise MissingDependencyError(
+            "pettingzoo", "pettingzoo", "The pettingzoo/ env family"
+        ) from exc
 
 
 def _module_of(spec: Any) -> Optional[str]:
@@ -119,7 +121,8 @@ class PettingZooFamily:
             spec = aec.get(env_id) or parallel[env_id]
             if not self._can_import(_module_of(spec)):
                 continue
-            apis = " and ".join(api for api, reg in (("AEC", aec), ("parallel", parallel)) if env_id in reg)
+            apis = " and ".join(
+                api for api, reg in (("AEC", aec), ("parallel", parallel)) if env_id in reg)
             namespace = spec.namespace or "PettingZoo"
             listed.append((f"{self.name}/{env_id}", f"PettingZoo {namespace} env ({apis})"))
         return listed
@@ -144,7 +147,8 @@ class PettingZooFamily:
                         "agent acts in every step.",
                     ) from exc
             known = [f"{self.name}/{i}" for i in {*aec, *parallel}]
-            raise UnknownEnvError(full, closest(full, known), detail=str(exc).split(". Available")[0] + ".") from exc
+            detail = str(exc).split(". Available")[0] + "."  # PettingZoo lists every id
+            raise UnknownEnvError(full, closest(full, known), detail=detail) from exc
 
     # -- making envs ---------------------------------------------------------------
 
