@@ -245,9 +245,14 @@ class HubAECEnv(AECEnv):
         self._cannot_step = _EPISODE_OVER
 
     def observe(self, agent: AgentID) -> Any:
-        """Return the last observation the hub env gave ``agent`` (None if it never had one)."""
+        """Return the last observation the hub env gave ``agent``.
+
+        An agent that is live (or done) without ever having been given one sees
+        :func:`zero_like` of its space, as idle agents do in the padded parallel view.
+        """
         obs = self._last_obs.get(agent)
-        return None if obs is None else numpy_obs(self.observation_space(agent), obs)
+        space = self.observation_space(agent)
+        return zero_like(space) if obs is None else numpy_obs(space, obs)
 
     def step(self, action: Any) -> None:
         """Take the selected agent's action; step the hub env once every actor has acted.

@@ -390,3 +390,41 @@ def test_missing_pettingzoo_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "marlhub.adapters._pettingzoo_to", raising=False)
     with pytest.raises(MissingDependencyError, match=r"pip install 'marlhub\[pettingzoo\]'"):
         to_pettingzoo(RockPaperScissors())
+
+
+class Bystander(MultiAgentEnv):
+    """'b' is live from the start but never observes; it leaves in step 2 without an observation."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.possible_agents = ["a_0", "b_0"]
+        self.observation_spaces = {x: gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+                                   for x in self.possible_agents}
+        self.action_spaces = {x: gym.spaces.Discrete(2) for x in self.possible_agents}
+
+    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> Any:
+        super().reset(seed=seed)
+        self.t = 0
+        self.agents = ["a_0", "b_0"]
+        return {"a_0": np.full(2, 0.5, np.float32)}, {}
+
+    def step(self, action_dict: Any) -> Any:
+        self.t += 1
+        obs = {"a_0": np.full(2, 0.1 * self.t, np.float32)}
+        if self.t == 2:
+            self.agents = ["a_0"]
+            return obs, {"a_0": 0.0, "b_0": -1.0}, {"b_0": True, ALL: False}, {ALL: False}, {}
+        done = self.t >= 4
+        if done:
+            self.agents = []
+        return obs, {"a_0": 1.0}, {ALL: done}, {ALL: False}, {}
+
+
+def test_agents_that_never_observe_see_a_zero_like_observation() -> None:
+    env = to_pettingzoo(Bystander())
+    env.reset(seed=0)
+    assert env.observe("b_0").tolist() == [0.0, 0.0]
+    _quietly(api_test, to_pettingzoo(Bystander()), num_cycles=20)
+    _quietly(seed_test, lambda: to_pettingzoo(Bystander()), num_cycles=20)
+    report = check(lambda: PettingZooEnv(to_pettingzoo(Bystander())), episodes=2, strict=True)
+    assert report.ok, str(report)
