@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -41,7 +41,7 @@ from marlhub.core import (
 from marlhub.errors import ActionError, ResetNeededError
 from marlhub.spaces import ACTION_MASK_KEY, why_illegal
 
-__all__ = ["PettingZooEnv", "state_holder"]
+__all__ = ["PettingZooEnv", "fast_check", "state_holder"]
 
 _NOT_RESET = "reset() has not been called yet"
 _EPISODE_OVER = "the episode is over (__all__ was True in the last step)"
@@ -50,19 +50,47 @@ _INT_TYPES = frozenset({int, np.int8, np.int16, np.int32, np.int64, np.uint8, np
                         np.uint32, np.uint64})
 
 
-def _discrete_ok(space: gym.Space, action: Any, mask: Any) -> bool:
-    """Tell quickly whether ``action`` is legal in a Discrete ``space``; False: look closer."""
-    if type(action) not in _INT_TYPES or type(space) is not gym.spaces.Discrete:
-        return False
-    index = int(action) - int(space.start)
-    if not 0 <= index < space.n:
-        return False
-    if mask is None:
-        return True
-    try:
-        return bool(mask[index])
-    except (IndexError, TypeError):
-        return False
+Check = Callable[[Any, Any], bool]
+
+
+def fast_check(space: gym.Space) -> Optional[Check]:
+    """Return a quick ``check(action, mask) -> bool`` for Discrete and Box spaces, else None.
+
+    True means legal; False means "look closer" (:func:`why_illegal` finds the
+    reason, or finds none for values the quick check does not handle, such as
+    a Box action in another float dtype).
+
+    Example:
+        >>> check = fast_check(gym.spaces.Discrete(3))
+        >>> check(2, None), check(2, np.array([1, 1, 0])), check(3, None)
+        (True, False, False)
+    """
+    if type(space) is gym.spaces.Discrete:
+        start, n = int(space.start), int(space.n)
+
+        def check_discrete(action: Any, mask: Any) -> bool:
+            if type(action) not in _INT_TYPES:
+                return False
+            index = int(action) - start
+            if not 0 <= index < n:
+                return False
+            if mask is None:
+                return True
+            try:
+                return bool(mask[index])
+            except (IndexError, TypeError):
+                return False
+
+        return check_discrete
+    if type(space) is gym.spaces.Box:
+        low, high, shape, dtype = space.low, space.high, space.shape, space.dtype
+
+        def check_box(action: Any, mask: Any) -> bool:
+            return (type(action) is np.ndarray and action.shape == shape and action.dtype == dtype
+                    and bool((action >= low).all()) and bool((action <= high).all()))
+
+        return check_box
+    return None
 
 
 def _mask_of(obs: Any, info: Any) -> Any:
@@ -102,8 +130,7 @@ def _check_keys(env_name: str, action_dict: Any, actors: list[AgentID],
 
 
 def _check_action(agent: AgentID, space: gym.Space, action: Any, mask: Any) -> None:
-    if _discrete_ok(space, action, mask):
-        return
+    """Raise :class:`ActionError` when ``action`` is outside ``space`` or ``mask``."""
     why = why_illegal(space, action, None if mask is None else np.asarray(mask).astype(np.int8))
     if why is not None:
         raise ActionError(agent, action, expected=f"an action in {space} ({why})")
@@ -130,6 +157,8 @@ class _PettingZooBase(MultiAgentEnv):
         self.action_spaces = {a: native.action_space(a) for a in self.possible_agents}
         self.metadata = dict(getattr(native, "metadata", None) or {})
         self.render_mode = getattr(native, "render_mode", None)
+        # agent -> quick legality check of its actions (None: only the full one).
+        self._fast: dict[AgentID, Optional[Check]] = {}
 
     # The live agents, read from the native env only when asked for: keeping a
     # copy current would cost a wrapper-chain lookup on every step.
@@ -160,6 +189,19 @@ class _PettingZooBase(MultiAgentEnv):
         if self._growing_agents:
             self.observation_spaces = {}
             self.action_spaces = {}
+            self._fast = {}
+
+    def _check_one(self, agent: AgentID, action: Any, mask: Any) -> None:
+        """Raise :class:`ActionError` unless ``action`` is legal for ``agent``."""
+        fast = self._fast.get(agent)
+        if fast is None:
+            if agent not in self._fast:
+                fast = self._fast[agent] = fast_check(self.get_action_space(agent))
+            if fast is None:
+                _check_action(agent, self.get_action_space(agent), action, mask)
+                return
+        if not fast(action, mask):
+            _check_action(agent, self.get_action_space(agent), action, mask)
 
     def get_observation_space(self, agent_id: AgentID) -> gym.Space:
         """Return the native env's ``observation_space(agent_id)``, looked up once."""
@@ -260,15 +302,9 @@ class PettingZooEnv(_PettingZooBase):
         self._actor_obs: Any = None
         self._actor_info: Any = None
         self._any_truncated = False
-        # agent -> (start, n) of its Discrete action space, None for other spaces.
-        self._discrete: dict[AgentID, Optional[tuple[int, int]]] = {}
 
     def _live_agents(self) -> list[AgentID]:
         return list(self._holder.agents)
-
-    def _forget_spaces(self) -> None:
-        super()._forget_spaces()
-        self._discrete = {}
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> ResetResult:
         """Reset the native env (seed and options passed through); return the first actor's view."""
@@ -294,12 +330,6 @@ class PettingZooEnv(_PettingZooBase):
             self._learn_agent(actor)
         return {actor: obs}, {actor: info}
 
-    def _discrete_of(self, agent: AgentID) -> Optional[tuple[int, int]]:
-        space = self.get_action_space(agent)
-        fast = (int(space.start), int(space.n)) if type(space) is gym.spaces.Discrete else None
-        self._discrete[agent] = fast
-        return fast
-
     def _check(self, action_dict: Any) -> Any:
         """Validate ``action_dict`` completely; return the actor's action."""
         actor = self._actor
@@ -310,12 +340,7 @@ class PettingZooEnv(_PettingZooBase):
         mask = obs.get(ACTION_MASK_KEY) if type(obs) is dict else None
         if mask is None and self._actor_info:
             mask = self._actor_info.get(ACTION_MASK_KEY)
-        fast = self._discrete[actor] if actor in self._discrete else self._discrete_of(actor)
-        if fast is not None and type(action) in _INT_TYPES:
-            index = int(action) - fast[0]
-            if 0 <= index < fast[1] and (mask is None or mask[index]):
-                return action
-        _check_action(actor, self.get_action_space(actor), action, mask)
+        self._check_one(actor, action, mask)
         return action
 
     def step(self, action_dict: MultiAgentDict) -> StepResult:

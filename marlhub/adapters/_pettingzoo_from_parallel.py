@@ -22,9 +22,7 @@ from typing import Any, Optional
 
 from marlhub.adapters._pettingzoo_from import (
     _EPISODE_OVER,
-    _check_action,
     _check_keys,
-    _discrete_ok,
     _mask_of,
     _PettingZooBase,
 )
@@ -123,15 +121,10 @@ class ParallelPettingZooEnv(_PettingZooBase):
             a not in action_dict for a in actors
         ):
             _check_keys(self._name, action_dict, actors, self.possible_agents)
-        spaces = self.action_spaces
+        obs_of, infos_of = self._actor_obs, self._actor_infos
         for agent in actors:
-            action = action_dict[agent]
-            space = spaces.get(agent)
-            if space is None:
-                space = self.get_action_space(agent)
-            mask = _mask_of(self._actor_obs.get(agent), self._actor_infos.get(agent))
-            if not _discrete_ok(space, action, mask):
-                _check_action(agent, space, action, mask)
+            self._check_one(agent, action_dict[agent], _mask_of(obs_of.get(agent),
+                                                                 infos_of.get(agent)))
 
         n_obs, n_rewards, n_terms, n_truncs, n_infos = self.par_env.step(action_dict)
         finished = self._finished

@@ -331,7 +331,11 @@ def test_masked_action_raises_with_the_legal_actions() -> None:
     ({"dog_0": np.zeros(2, np.float32), "sheep_0": 1, "sheep_1": 0, "wolf_0": 1},
      r"'wolf_0' is not an agent of herd_v0"),
     ({"dog_0": np.zeros(2, np.float32), "sheep_0": 2, "sheep_1": 0}, r"for 'sheep_0': got 2"),
-], ids=["missing", "bad-shape", "unknown", "out-of-space"])
+    ({"dog_0": np.array([np.nan, 0], np.float32), "sheep_0": 1, "sheep_1": 0}, "value holds NaN"),
+    ({"dog_0": np.array([0.5, 1.5], np.float32), "sheep_0": 1, "sheep_1": 0},
+     r"value 1.5 at index \(1,\) is above the high bound 1.0"),
+    ({"dog_0": [0.0, 0.0], "sheep_0": 1, "sheep_1": 0}, "expected a numpy array of dtype float32"),
+], ids=["missing", "bad-shape", "unknown", "out-of-space", "nan", "above-bound", "list"])
 def test_parallel_bad_action_dicts_raise_and_leave_the_env_unchanged(action_dict: dict,
                                                                      message: str) -> None:
     native = Herd()
