@@ -24,7 +24,7 @@ from typing import Any, Optional
 import numpy as np
 
 from marlhub.adapters._openspiel_env import OpenSpielEnv
-from marlhub.adapters._openspiel_games import import_pyspiel
+from marlhub.adapters._openspiel_games import _native_stderr_captured, import_pyspiel
 from marlhub.conformance.equivalence import (
     returns_findings,
     trajectory_finding,
@@ -100,8 +100,9 @@ def _native_game(env: OpenSpielEnv, twins: dict[int, Any]) -> Any:
     if id(game) not in twins:
         pyspiel = import_pyspiel()
         try:
-            twin = pyspiel.load_game(str(game))
-        except Exception:  # games that cannot be loaded by string (some Python games)
+            with _native_stderr_captured():  # a failed load prints every game's name
+                twin = pyspiel.load_game(str(game))
+        except Exception:  # games whose string does not load (rnr_kuhn_poker(...), ...)
             twin = game
         twins.clear()
         twins[id(game)] = (game, twin)  # keep game alive so its id is not reused
