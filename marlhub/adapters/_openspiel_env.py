@@ -181,7 +181,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         self.observation_spaces = {aid: self._obs_space for aid in self._ids}
         self.action_spaces = {aid: self._action_space for aid in self._ids}
         # Games whose chance events come from the game's own RNG (SAMPLED_STOCHASTIC)
-        # are reloaded with their seed parameter drawn from np_random on a seeded reset.
+        # are reloaded with their seed parameter set to the seed on a seeded reset.
         self._seed_param: Optional[str] = None
         if str(game_type.chance_mode).endswith("SAMPLED_STOCHASTIC"):
             spec = game_type.parameter_specification
@@ -234,9 +234,8 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         """
         super().reset(seed=seed, options=options)
         if self._seed_param is not None and seed is not None:
-            self.game = load_game(
-                self.source_game, {self._seed_param: int(self.np_random.integers(2**31 - 1))}
-            )
+            # The seed itself, so that a game made by to_openspiel resets its env with it.
+            self.game = load_game(self.source_game, {self._seed_param: int(seed) % (2**31 - 1)})
         if self._start is not None:
             self._state = self._start.clone()
         else:

@@ -269,15 +269,16 @@ def to_openspiel(
             params = dict(params or {})
             super().__init__(game_type, game_info, params)
             self.spec = spec
-            self._seeds = np.random.default_rng(int(params.get("seed", seed)))
+            self._next_seed = int(params.get("seed", seed))
 
         def new_initial_state(self) -> "_HubState":
             """Return a state whose env is built and reset on first use."""
             return _HubState(self)
 
         def draw_seed(self) -> int:
-            """The reset seed of the next new episode."""
-            return int(self._seeds.integers(2**31 - 1))
+            """The reset seed of the next new episode: the game's seed, then seed + 1, ..."""
+            self._next_seed += 1
+            return self._next_seed - 1
 
         def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> "_Observer":
             """Return an observer of the players' last observations (no perfect recall)."""

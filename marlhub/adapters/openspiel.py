@@ -74,8 +74,9 @@ def to_openspiel(env_or_creator: Any, short_name: Optional[str] = None, **option
     space must be Discrete (legal actions come from the action mask when there
     is one); the observation tensor is the player's last observation,
     flattened (padded to the largest); ``clone()`` deep-copies the env; each
-    new state builds a fresh env and resets it with a seed drawn from the
-    game's ``seed`` parameter. An :class:`OpenSpielEnv` is unwrapped to its game.
+    new state builds a fresh env and resets it with the game's ``seed``
+    parameter, then seed + 1, and so on (so ``from_openspiel(game).reset(seed=s)``
+    resets the env with ``s``). An :class:`OpenSpielEnv` is unwrapped to its game.
 
     Args:
         env_or_creator: a hub env, env class, factory or registry id (or an env

@@ -80,8 +80,9 @@ def test_round_trip_matches_the_env_step_for_step(cls: type, name: str) -> None:
     original = cls()
     sampler = ActionSampler(0)
     for episode in range(4):
-        obs, infos = adapted.reset(seed=episode)
-        o_obs, o_infos = original.reset(seed=adapted.state.seed)
+        obs, _ = adapted.reset(seed=episode)
+        assert adapted.state.seed == episode  # the seed passes through
+        o_obs, o_infos = original.reset(seed=episode)
         while True:
             assert list(obs) == list(o_obs)
             for agent in obs:
@@ -151,10 +152,14 @@ def test_states_legal_actions_from_the_mask_and_clones_are_independent() -> None
 
 def test_seeds_of_new_states_come_from_the_game_parameter() -> None:
     to_openspiel(TicTacToe, short_name="t_ttt_seed")
-    first = [pyspiel.load_game("t_ttt_seed(seed=5)").new_initial_state().seed for _ in range(2)]
     game = pyspiel.load_game("t_ttt_seed(seed=5)")
-    again = [game.new_initial_state().seed, game.new_initial_state().seed]
-    assert first[0] == first[1] == again[0] and again[0] != again[1]
+    assert [game.new_initial_state().seed for _ in range(3)] == [5, 6, 7]
+    assert pyspiel.load_game("t_ttt_seed").new_initial_state().seed == 0
+    env = from_openspiel("t_ttt_seed")
+    env.reset(seed=42)
+    assert env.state.seed == 42
+    env.reset()
+    assert env.state.seed == 43
 
 
 def test_openspiels_own_tests_and_rl_environment_run_on_hub_games() -> None:
