@@ -13,6 +13,8 @@ machine noise hits them alike:
 
 Every contender picks a uniformly random legal action (from the action mask)
 with its own ``numpy`` generator seeded alike, so the action cost is the same.
+A second native instance runs as a contender too: its distance from 1.0 is
+the noise floor of the measurement on this machine.
 Printed per env and contender: median agent-steps/s over the rounds, the
 median of the per-round ratios to native, and the median overhead in
 microseconds per agent-step ((adapted time - native time) / agent-steps).
@@ -233,6 +235,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     for env_id in ("classic/connect_four-v3", "classic/tictactoe-v3"):
         contenders: dict[str, Runner] = {
             "native": native_aec(env_id),
+            "native again (noise floor)": native_aec(env_id),
             "marlhub from_pettingzoo": hub_aec(from_pettingzoo, env_id),
         }
         rllib = rllib_aec(env_id)
@@ -240,16 +243,19 @@ def main(argv: Optional[list[str]] = None) -> int:
             contenders["rllib PettingZooEnv"] = rllib
         times = measure(contenders, rounds=args.rounds, episodes=args.episodes)
         out += report(f"{env_id} (AEC){ray_note}", times)
-    kwargs = {"max_cycles": 20 if args.quick else 125}
+    # Short episodes, many rounds: pistonball steps are slow, and pairing short runs
+    # keeps the machine's load from drifting between the two contenders of a round.
+    kwargs = {"max_cycles": 20 if args.quick else 50}
     env_id = "butterfly/pistonball-v6"
     contenders = {
         "native": native_parallel(env_id, kwargs),
+        "native again (noise floor)": native_parallel(env_id, kwargs),
         "marlhub from_pettingzoo": hub_parallel(from_pettingzoo, env_id, kwargs),
     }
     rllib_par = rllib_parallel(env_id, kwargs)
     if rllib_par is not None:
         contenders["rllib ParallelPettingZooEnv"] = rllib_par
-    times = measure(contenders, rounds=max(2, args.rounds // 2), episodes=args.parallel_episodes)
+    times = measure(contenders, rounds=args.rounds, episodes=args.parallel_episodes)
     title = f"{env_id} (parallel, 20 pistons, {kwargs['max_cycles']} cycles){ray_note}"
     out += report(title, times)
     print("\n".join(out))
