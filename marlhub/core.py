@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any, Dict, List, Optional, Tuple, TypeAlias
 
@@ -186,7 +187,10 @@ class MultiAgentEnv(gym.Env):
         cached = self.__dict__.get(cache_key)
         # Rebuild only when the per-agent dict was replaced or resized.
         if cached is None or cached[0] is not spaces or cached[1] != len(spaces):
-            joint = gym.spaces.Dict({a: spaces[a] for a in self.possible_agents if a in spaces})
+            # An OrderedDict keeps possible_agents' order (gymnasium sorts a plain dict).
+            joint = gym.spaces.Dict(
+                OrderedDict((a, spaces[a]) for a in self.possible_agents if a in spaces)
+            )
             cached = (spaces, len(spaces), joint)
             self.__dict__[cache_key] = cached
         return cached[2]

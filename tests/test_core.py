@@ -68,6 +68,9 @@ def test_per_agent_spaces_and_derived_dict_spaces() -> None:
     assert list(env.observation_space.spaces) == ["x", "y"]
     assert env.observation_space is env.observation_space  # built once
     assert env.action_space["y"] == gym.spaces.Discrete(4)
+    env.possible_agents = ["y", "x"]
+    env.observation_spaces = dict(env.observation_spaces)
+    assert list(env.observation_space.spaces) == ["y", "x"]  # possible_agents' order, not sorted
     env.action_spaces = {"x": gym.spaces.Discrete(5), "y": gym.spaces.Discrete(5)}
     assert env.action_space["x"] == gym.spaces.Discrete(5)  # rebuilt when replaced
 
