@@ -138,7 +138,32 @@ def numpy_obs(space: gym.Space, obs: Any) -> Any:
     return obs
 
 
-class HubAECEnv(AECEnv):
+class _HubFacade:
+    """What both PettingZoo views pass straight to the hub env they wrap."""
+
+    hub_env: Any
+    metadata: dict[str, Any]
+
+    def render(self) -> Any:
+        """Render the hub env."""
+        return self.hub_env.render()
+
+    def close(self) -> None:
+        """Close the hub env."""
+        self.hub_env.close()
+
+    def state(self) -> Any:
+        """Return the hub env's ``state()``, when it has one."""
+        state = getattr(self.hub_env, "state", None)
+        if not callable(state):
+            raise NotImplementedError(f"{type(self.hub_env).__name__} has no state() method.")
+        return state()
+
+    def __str__(self) -> str:
+        return str(self.metadata.get("name"))
+
+
+class HubAECEnv(_HubFacade, AECEnv):
     """A hub env as a PettingZoo AEC env.
 
     Args:
@@ -318,28 +343,9 @@ class HubAECEnv(AECEnv):
         self._last_obs.update(obs)
         self._start_cycle(obs)
 
-    # -- the rest of the AECEnv interface ----------------------------------------
-
-    def render(self) -> Any:
-        """Render the hub env."""
-        return self.hub_env.render()
-
-    def close(self) -> None:
-        """Close the hub env."""
-        self.hub_env.close()
-
-    def state(self) -> Any:
-        """Return the hub env's ``state()``, when it has one."""
-        state = getattr(self.hub_env, "state", None)
-        if not callable(state):
-            raise NotImplementedError(f"{type(self.hub_env).__name__} has no state() method.")
-        return state()
-
-    def __str__(self) -> str:
-        return str(self.metadata.get("name"))
 
 
-class HubParallelEnv(ParallelEnv):
+class HubParallelEnv(_HubFacade, ParallelEnv):
     """A hub env whose agents all act in every step, as a PettingZoo parallel env.
 
     Args:
@@ -476,20 +482,3 @@ class HubParallelEnv(ParallelEnv):
         out_obs, out_infos = self._view(obs, infos or {}, live)
         return out_obs, out_rewards, out_terms, out_truncs, out_infos
 
-    def render(self) -> Any:
-        """Render the hub env."""
-        return self.hub_env.render()
-
-    def close(self) -> None:
-        """Close the hub env."""
-        self.hub_env.close()
-
-    def state(self) -> Any:
-        """Return the hub env's ``state()``, when it has one."""
-        state = getattr(self.hub_env, "state", None)
-        if not callable(state):
-            raise NotImplementedError(f"{type(self.hub_env).__name__} has no state() method.")
-        return state()
-
-    def __str__(self) -> str:
-        return str(self.metadata.get("name"))
