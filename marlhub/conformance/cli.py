@@ -4,6 +4,12 @@ Exit codes: 0 when no target has an error finding (nor, with ``--strict``, a
 warning), 1 when any has, 2 on a usage or load error (bad option, unknown id,
 a module or file that does not load, a glob that matches nothing).
 
+An id that a glob found but that does not load as it is (an OpenSpiel game
+that needs parameters, a PettingZoo env whose extra is missing) is listed as
+skipped, with the reason, and does not change the exit code: the glob asked
+for whatever can be checked. An id named explicitly that does not load is a
+load error.
+
 Example:
     >>> from marlhub.cli import main
     >>> main(["check", "rock_paper_scissors", "--episodes", "2"])  # doctest: +ELLIPSIS
@@ -22,7 +28,7 @@ from marlhub.cli import Progress, err, out, positive_int, seed_int
 from marlhub.conformance.junit import junit_xml
 from marlhub.conformance.runner import CheckSettings, Outcome, run_targets
 from marlhub.conformance.suite import DEFAULT_MAX_STEPS
-from marlhub.conformance.targets import expand_target_strings
+from marlhub.conformance.targets import expand_targets
 from marlhub.errors import MarlhubError
 
 __all__ = ["add_check_command", "run_check"]
@@ -77,10 +83,12 @@ def add_check_command(subparsers: Any) -> argparse.ArgumentParser:
 def run_check(args: argparse.Namespace) -> int:
     """Run ``marlhub check`` with parsed ``args``; return the exit code."""
     try:
-        targets = expand_target_strings(args.targets)
+        expanded = expand_targets(args.targets)
     except MarlhubError as exc:
         err(f"marlhub check: {exc}")
         return 2
+    targets = [target for target, _ in expanded]
+    from_glob = {target for target, globbed in expanded if globbed}
     settings = CheckSettings(
         episodes=args.episodes, seed=args.seed, max_steps=args.max_steps, strict=args.strict,
         timeout=args.timeout, against_native=args.against_native,
@@ -90,7 +98,7 @@ def run_check(args: argparse.Namespace) -> int:
     def on_done(outcome: Outcome, done: int, total: int) -> None:
         if progress:
             progress.clear()
-        _print_outcome(outcome, quiet=args.quiet)
+        _print_outcome(outcome, quiet=args.quiet, skipped=outcome.target in from_glob)
         if progress:
             progress(done, label=outcome.target)
 
@@ -98,14 +106,17 @@ def run_check(args: argparse.Namespace) -> int:
     if progress:
         progress.close()
     reports = [o.report for o in outcomes if o.report is not None]
-    load_errors = {o.target: o.load_error for o in outcomes if o.load_error is not None}
+    not_loaded = {o.target: o.load_error for o in outcomes if o.load_error is not None}
+    load_errors = {t: e for t, e in not_loaded.items() if t not in from_glob}
+    skipped = {t: e for t, e in not_loaded.items() if t in from_glob}
     failed = [r for r in reports if not r.ok]
     if len(outcomes) > 1:
         out(f"{len(reports) - len(failed)} passed, {len(failed)} failed"
+            + (f", {len(skipped)} skipped (did not load)" if skipped else "")
             + (f", {len(load_errors)} not loaded" if load_errors else ""))
     try:
         if args.json:
-            _write(args.json, json.dumps(_json_document(outcomes), indent=2) + "\n")
+            _write(args.json, json.dumps(_json_document(outcomes, from_glob), indent=2) + "\n")
         if args.junit:
             _write(args.junit, junit_xml(reports, load_errors=load_errors,
                                          against_native=args.against_native))
@@ -117,9 +128,13 @@ def run_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _print_outcome(outcome: Outcome, *, quiet: bool) -> None:
+def _print_outcome(outcome: Outcome, *, quiet: bool, skipped: bool) -> None:
     if outcome.load_error is not None:
-        err(f"ERROR {outcome.target}: {outcome.load_error}")
+        if skipped:
+            if not quiet:
+                out(f"SKIP {outcome.target}: does not load as it is ({_first_line(outcome.load_error)})")
+        else:
+            err(f"ERROR {outcome.target}: {outcome.load_error}")
         return
     report = outcome.report
     if report is None or (report.ok and quiet):
@@ -128,14 +143,20 @@ def _print_outcome(outcome: Outcome, *, quiet: bool) -> None:
     out(text)
 
 
-def _json_document(outcomes: list[Outcome]) -> dict[str, Any]:
+def _first_line(text: str, limit: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _json_document(outcomes: list[Outcome], from_glob: set[str]) -> dict[str, Any]:
     entries = []
     for o in outcomes:
         if o.report is not None:
             entries.append(o.report.to_dict())
         else:
+            key = "skipped" if o.target in from_glob else "error"
             entries.append({"target": o.target, "ok": False, "episodes": 0, "steps": 0,
-                            "findings": [], "error": o.load_error})
+                            "findings": [], key: o.load_error})
     return {"targets": entries}
 
 

@@ -32,7 +32,7 @@ from marlhub.adapters import to_hub
 from marlhub.errors import MarlhubError, TargetError
 from marlhub.registry import EnvContext, Registry, default_registry
 
-__all__ = ["Target", "expand_target_strings", "is_glob", "resolve_target"]
+__all__ = ["Target", "expand_target_strings", "expand_targets", "is_glob", "resolve_target"]
 
 _GLOB_CHARS = set("*?[")
 
@@ -68,8 +68,23 @@ def expand_target_strings(
     Raises:
         TargetError: a glob that matches no registered id.
     """
+    return [text for text, _ in expand_targets(targets, registry)]
+
+
+def expand_targets(
+    targets: Sequence[str], registry: Optional[Registry] = None
+) -> list[tuple[str, bool]]:
+    """Like :func:`expand_target_strings`, telling for each target whether a glob found it.
+
+    Example:
+        >>> expand_targets(["traffic", "tic*"])
+        [('traffic', False), ('tic_tac_toe', True)]
+
+    Raises:
+        TargetError: a glob that matches no registered id.
+    """
     reg = registry or default_registry()
-    expanded: list[str] = []
+    expanded: dict[str, bool] = {}
     for text in targets:
         if is_glob(text):
             matches = reg.registered(text)
@@ -79,10 +94,11 @@ def expand_target_strings(
                     "Run `marlhub list` to see the ids, and quote globs so the shell does not "
                     "expand them.",
                 )
-            expanded.extend(m for m in matches if m not in expanded)
-        elif text not in expanded:
-            expanded.append(text)
-    return expanded
+            for match in matches:
+                expanded.setdefault(match, True)
+        else:
+            expanded[text] = False  # named explicitly: a load error is the user's to see
+    return list(expanded.items())
 
 
 def resolve_target(target: Any, registry: Optional[Registry] = None) -> Target:

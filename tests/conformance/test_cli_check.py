@@ -118,3 +118,28 @@ def test_jobs_survive_a_hang_and_a_crash(capsys: pytest.CaptureFixture[str], tmp
 def test_against_native_on_a_target_without_native_twin_warns(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "tic_tac_toe", "--episodes", "2", "--against-native"]) == 0
     assert "has no native twin" in capsys.readouterr().out
+
+
+def test_ids_a_glob_found_that_do_not_load_are_skipped_not_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    from marlhub.registry import default_registry
+
+    def needs_parameters(config):
+        raise ValueError("give me a board size")
+
+    registry = default_registry()
+    registry.register("zz_needs_params", needs_parameters)
+    registry.register("zz_fine", lambda config: __import__("marlhub").make("traffic"))
+    try:
+        out = tmp_path / "out.json"
+        assert main(["check", "zz_*", "--episodes", "2", "--json", str(out)]) == 0
+        text = capsys.readouterr().out
+        assert "SKIP zz_needs_params: does not load as it is (EnvCreationError: " in text
+        assert text.strip().endswith("1 passed, 0 failed, 1 skipped (did not load)")
+        skipped = json.loads(out.read_text())["targets"][1]
+        assert skipped["target"] == "zz_needs_params" and "board size" in skipped["skipped"]
+        assert main(["check", "zz_needs_params", "--episodes", "2"]) == 2  # named: an error
+    finally:
+        registry.unregister("zz_needs_params")
+        registry.unregister("zz_fine")
