@@ -14,7 +14,7 @@ Example:
     >>> marlhub.convert(env, to="dm_env")
     Traceback (most recent call last):
     ...
-    ValueError: Cannot convert to 'dm_env': the supported targets are 'marlhub', 'pettingzoo.aec', 'pettingzoo.parallel', 'openspiel', 'gymnasium'; pass one of them as `to`.
+    ValueError: Cannot convert to 'dm_env': the supported targets are 'marlhub', 'pettingzoo.aec', 'pettingzoo.parallel', 'openspiel', 'gymnasium', 'rllib'; pass one of them as `to`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ TARGETS: dict[str, tuple[str, str, dict[str, Any]] | None] = {
     "pettingzoo.parallel": ("marlhub.adapters.pettingzoo", "to_pettingzoo", {"api": "parallel"}),
     "openspiel": ("marlhub.adapters.openspiel", "to_openspiel", {}),
     "gymnasium": ("marlhub.adapters.gymnasium", "to_gymnasium", {}),
+    "rllib": ("marlhub.adapters.rllib", "to_rllib", {}),
 }
 
 
@@ -42,7 +43,7 @@ def convert(env: Any, to: str = "marlhub", **options: Any) -> Any:
     Args:
         env: an env of any supported API (see the module docstring).
         to: ``"marlhub"``, ``"pettingzoo.aec"``, ``"pettingzoo.parallel"``,
-            ``"openspiel"`` or ``"gymnasium"``.
+            ``"openspiel"``, ``"gymnasium"`` or ``"rllib"`` (Ray needed).
         options: passed to the target's converter (``to_gymnasium(agent_id=...)``,
             ``to_openspiel(short_name=...)``, ``to_pettingzoo(turn_based=...)``).
 
