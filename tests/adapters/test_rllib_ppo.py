@@ -1,0 +1,78 @@
+"""RLlib trains on marlhub envs by name: one PPO iteration on a turn-based env, and the example.
+
+One small Ray instance for the module (2 CPUs, no dashboard); the env runner is
+a remote actor, so the env is built from its registered name in another
+process, through the picklable creator of ``register_with_ray``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("ray.rllib")
+pytest.importorskip("torch")
+
+from ray.rllib.algorithms.ppo import PPOConfig  # noqa: E402
+
+from marlhub.adapters.rllib import register_with_ray  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rllib_ppo_tic_tac_toe.py"
+
+
+@pytest.fixture(scope="module")
+def ray_instance() -> Iterator[None]:
+    if ray.is_initialized():
+        yield
+        return
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _by_player(agent_id: Any, episode: Any, **kwargs: Any) -> str:
+    return "first" if agent_id == "player1" else "second"
+
+
+def test_one_ppo_iteration_on_a_turn_based_env(ray_instance: None) -> None:
+    (name,) = register_with_ray("tic_tac_toe")
+    config = (
+        PPOConfig()
+        .environment(name, env_config={"max_steps": 20})
+        .env_runners(num_env_runners=1, rollout_fragment_length=64)
+        .multi_agent(policies={"first", "second"}, policy_mapping_fn=_by_player)
+        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    try:
+        result = algo.train()
+    finally:
+        algo.stop()
+    runners = result["env_runners"]
+    assert runners["num_env_steps_sampled_lifetime"] >= 128
+    assert runners["num_episodes_lifetime"] > 0
+    # Both players acted and their policies learned from it.
+    assert set(runners["module_episode_returns_mean"]) == {"first", "second"}
+    assert set(result["learners"]) >= {"first", "second"}
+
+
+def test_example_prints_per_policy_returns(
+    ray_instance: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = importlib.util.spec_from_file_location("rllib_ppo_tic_tac_toe", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--iterations", "1", "--env-runners", "0"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("iteration 1: ")
+    assert "mean return per policy: player1=" in line and ", player2=" in line
