@@ -85,11 +85,26 @@ def check(
         report = driver.run()
     finally:
         _close(env)
+    reg = registry or default_registry()
     if against_native:
-        report.findings.extend(
-            _lockstep(resolved.registry_id, options, registry or default_registry())
-        )
+        report.findings.extend(_lockstep(resolved.registry_id, options, reg))
+    _mark_known_faults(report, resolved.registry_id, reg)
     return report
+
+
+def _mark_known_faults(report: Report, env_id: Optional[str], registry: Registry) -> None:
+    """Downgrade findings of rules the native env is known to break to warnings that say so."""
+    family_name, rest = split_id(env_id) if env_id else (None, "")
+    family = registry.families.get(family_name) if family_name else None
+    known = getattr(family, "known_faults", None)
+    faults = known(rest) if callable(known) else {}
+    for finding in report.findings:
+        reason = faults.get(finding.rule)
+        if reason and finding.severity == "error":
+            finding.severity = "warning"
+            finding.message = (
+                f"Known fault of the native env, not of the adapter ({reason}): {finding.message}"
+            )
 
 
 def _lockstep(env_id: Optional[str], options: CheckOptions, registry: Registry) -> list[Finding]:

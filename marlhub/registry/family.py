@@ -7,6 +7,12 @@ PettingZoo's registry, ``openspiel/kuhn_poker(players=3)`` through
 ``pyspiel.load_game``, ``gymnasium/CartPole-v1`` through ``gymnasium.make``),
 so nothing is imported until an id of that family is used.
 
+Two methods are optional: ``lockstep(rest, config, *, episodes, seed,
+max_steps) -> list[Finding]`` compares an env with its native twin (``marlhub
+check --against-native``), and ``known_faults(rest) -> {rule id: reason}``
+names rules the *native* env itself breaks (an upstream bug), whose findings
+the conformance suite then reports as warnings that say so.
+
 Families are registered on a :class:`~marlhub.registry.Registry` with
 ``registry.register_family(family)``; the built-in families live beside their
 adapters and are added to the default registry when marlhub is imported,

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from typing import Any, Optional
 
 from marlhub.conformance.report import Finding
+from marlhub.conformance.rules import SEED_REPRODUCIBLE
 from marlhub.errors import ConfigError, MissingDependencyError, UnknownEnvError, closest
 from marlhub.registry.context import EnvContext
 
@@ -78,6 +79,17 @@ def _accepted_kwargs(entry_point: Any, module_name: Optional[str]) -> Optional[l
     return None
 
 
+#: Rules that PettingZoo envs themselves break, by id: the conformance suite
+#: reports their findings as warnings naming the upstream fault.
+KNOWN_FAULTS: dict[str, dict[str, str]] = {
+    "butterfly/knights_archers_zombies-v11": {
+        SEED_REPRODUCIBLE: "PettingZoo 1.27 builds its zombie_spawn_interval counter in __init__ "
+        "and never resets it, so a second episode on the same instance differs from the first "
+        "under the same seed",
+    },
+}
+
+
 class PettingZooFamily:
     """Resolve ``pettingzoo/<PettingZoo registry id>`` through ``pettingzoo.make``."""
 
@@ -89,6 +101,10 @@ class PettingZooFamily:
 
     def __init__(self) -> None:
         self._importable: dict[str, bool] = {}
+
+    def known_faults(self, rest: str) -> dict[str, str]:
+        """Return ``{rule id: reason}`` for rules the native env ``rest`` is known to break."""
+        return dict(KNOWN_FAULTS.get(rest, {}))
 
     # -- the catalogue -------------------------------------------------------------
 
