@@ -138,3 +138,19 @@ def test_openspiel_games_end_with_no_legal_action() -> None:
         marlhub.make("openspiel/kuhn_poker", to="pettingzoo.aec"), use_mask=True, seed=0
     )
     check_env_specs(env, seed=0)
+
+
+def test_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "torchrl_hub_envs.py"
+    spec = importlib.util.spec_from_file_location("torchrl_hub_envs", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main() == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4 and all("check_env_specs passed" in line for line in lines)
+    assert "tic_tac_toe (aec), group_map {'agents': ['player1', 'player2']}" in lines[1]
+    assert lines[2].startswith("rock_paper_scissors (parallel), group_map {'player1': ['player1']")
