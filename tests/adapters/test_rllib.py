@@ -312,3 +312,15 @@ def test_observation_dtypes_survive() -> None:
     obs, _ = env.reset(seed=0)
     (value,) = obs.values()
     assert value.dtype == np.float32
+
+
+def test_rllib_envs_pickle_and_copy_with_their_episode() -> None:
+    import copy
+
+    env = to_rllib(TicTacToe())
+    obs, _ = env.reset(seed=0)
+    for clone in (pickle.loads(pickle.dumps(env)), copy.deepcopy(env)):
+        assert type(clone) is type(env) and isinstance(clone, RLlibMultiAgentEnv)
+        assert clone.env is not env.env
+        clone.step({next(iter(obs)): 4})
+        assert clone.env.board != env.env.board  # the clone moved, the original did not
