@@ -10,9 +10,10 @@
 
 Any registry id works with ``--env``, e.g. ``--env traffic`` or
 ``--env openspiel/leduc_poker --env-config '{"illegal_action": "substitute",
-"observation": "observation"}'`` (RLlib's default model ignores action masks;
-``illegal_action="substitute"`` plays a legal action in place of an illegal one),
-as long as the observations are arrays RLlib's default model takes.
+"action_mask": "info"}'`` (RLlib's default model takes array observations and
+ignores action masks: ``action_mask="info"`` moves the mask out of the
+observation, ``illegal_action="substitute"`` plays a legal action in place of
+an illegal one).
 
 Run it with ``python examples/rllib_ppo_tic_tac_toe.py [--iterations 3]``
 (needs ``pip install 'marlhub[rllib]'``).

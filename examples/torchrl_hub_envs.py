@@ -53,7 +53,7 @@ def main() -> int:
             returns = []
             for group, agents in env.group_map.items():
                 per_agent = td["next", group, "reward"].sum(0).reshape(-1).tolist()
-                returns += [f"{agent}={r:+.1f}" for agent, r in zip(agents, per_agent)]
+                returns += [f"{agent}={r:+.1f}" for agent, r in zip(agents, per_agent, strict=True)]
             print(
                 f"{name} ({api}), group_map {dict(env.group_map)}: check_env_specs passed; "
                 f"{len(td)} steps, returns {', '.join(returns)}"

@@ -44,7 +44,12 @@ from marlhub.core import (
     missing_protocol_members,
 )
 from marlhub.envs._validate import EPISODE_OVER, NOT_RESET, check_actions
-from marlhub.errors import ActionError, EnvContractError, ProtocolError, ResetNeededError
+from marlhub.errors import (
+    ActionError,
+    EnvContractError,
+    ProtocolError,
+    ResetNeededError,
+)
 from marlhub.spaces import find_action_mask, why_illegal
 
 __all__ = ["RLlibEnv", "read_possible_agents"]
@@ -89,7 +94,7 @@ def read_possible_agents(env: Any) -> list[AgentID]:
 
 
 class RLlibEnv(MultiAgentEnv):
-    """An RLlib ``MultiAgentEnv`` (or anything shaped like one) as a hub env that keeps the contract.
+    """An RLlib ``MultiAgentEnv`` (or anything shaped like one) as a hub env keeping the contract.
 
     Args:
         env: the RLlib env.
@@ -116,7 +121,8 @@ class RLlibEnv(MultiAgentEnv):
         self.possible_agents = read_possible_agents(env)
         self.agents = []
         self.observation_spaces = {a: _space(env, "observation", a) for a in self.possible_agents}
-        self.action_spaces = {a: _space(env, "action", a) for a in self.possible_agents}
+        self._action_spaces = {a: _space(env, "action", a) for a in self.possible_agents}
+        self.action_spaces = self._action_spaces
         self._name = type(env).__name__
         self._guard = EpisodeGuard(self._name, self.possible_agents) if check else None
         self._actors: Optional[list[AgentID]] = None  # None: not reset yet
@@ -127,7 +133,9 @@ class RLlibEnv(MultiAgentEnv):
         self.metadata = getattr(env, "metadata", self.metadata)
         self.render_mode = getattr(env, "render_mode", None)
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> ResetResult:
+    def reset(  # type: ignore[override]
+        self, *, seed: Optional[int] = None, options: Optional[dict] = None
+    ) -> ResetResult:
         """Reset the RLlib env; return its ``(obs, infos)``."""
         super().reset(seed=seed)
         result = self.env.reset(seed=seed, options=options)
@@ -146,7 +154,7 @@ class RLlibEnv(MultiAgentEnv):
         self._after(obs, infos)
         return obs, infos
 
-    def step(self, action_dict: MultiAgentDict) -> StepResult:
+    def step(self, action_dict: MultiAgentDict) -> StepResult:  # type: ignore[override]
         """Check ``action_dict`` whole, then step the RLlib env; return its 5-tuple."""
         if self._actors is None:
             raise ResetNeededError(self._name, NOT_RESET)
@@ -154,10 +162,10 @@ class RLlibEnv(MultiAgentEnv):
             raise ResetNeededError(self._name, EPISODE_OVER)
         actions = check_actions(
             self._name, action_dict, actors=self._actors, possible_agents=self.possible_agents,
-            space_of=self.action_spaces.__getitem__,
+            space_of=self._action_spaces.__getitem__,
         )
         for agent, action in actions.items():
-            reason = why_illegal(self.action_spaces[agent], action, self._masks.get(agent))
+            reason = why_illegal(self._action_spaces[agent], action, self._masks.get(agent))
             if reason:
                 raise ActionError(agent, action, expected=f"a legal action: {reason}")
         before = list(self.agents)
@@ -183,7 +191,7 @@ class RLlibEnv(MultiAgentEnv):
         self._entered.update(obs)
         self._over = episode_over(terminateds, truncateds)
         self._after(obs, infos)
-        return result
+        return result  # type: ignore[return-value]
 
     def _after(self, obs: Mapping[Any, Any], infos: Mapping[Any, Any]) -> None:
         self.agents = self._live_after(obs, set(), self._over)
@@ -195,7 +203,9 @@ class RLlibEnv(MultiAgentEnv):
             if mask is not None:
                 self._masks[agent] = mask
 
-    def _live_after(self, obs: Mapping[Any, Any], done_now: set[AgentID], over: bool) -> list[AgentID]:
+    def _live_after(
+        self, obs: Mapping[Any, Any], done_now: set[AgentID], over: bool
+    ) -> list[AgentID]:
         if over:
             return []
         native = set(self._native_agents() or ())

@@ -78,7 +78,10 @@ class EpisodeGuard:
         self.appeared: set[AgentID] = set()
         self._index = 0
 
-    def on_reset(self, obs: Mapping[Any, Any], infos: Mapping[Any, Any], *, agents: Optional[Sequence[Any]]) -> None:
+    def on_reset(
+        self, obs: Mapping[Any, Any], infos: Mapping[Any, Any], *,
+        agents: Optional[Sequence[Any]],
+    ) -> None:
         """Start following a new episode from what ``reset`` returned.
 
         Raises:

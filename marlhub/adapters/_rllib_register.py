@@ -84,7 +84,8 @@ class RayEnvCreator:
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, RayEnvCreator)
-            and (self.env_id, self.creator, self.check) == (other.env_id, other.creator, other.check)
+            and (self.env_id, self.creator, self.check)
+            == (other.env_id, other.creator, other.check)
         )
 
     def __hash__(self) -> int:

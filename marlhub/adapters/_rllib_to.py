@@ -19,11 +19,11 @@ import gymnasium as gym
 from marlhub.adapters._rllib_guard import EpisodeGuard
 from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict, ResetResult, StepResult
 
-__all__ = ["HubRLlibEnv", "HubRLlibEnvMixin", "hub_rllib_env_class"]
+__all__ = ["HubRLlibEnvMixin", "hub_rllib_env_class"]
 
 
 class HubRLlibEnvMixin:
-    """A hub env as an instance of RLlib's own ``MultiAgentEnv`` class (``HubRLlibEnv``'s behaviour).
+    """A hub env as an instance of RLlib's own ``MultiAgentEnv`` class (HubRLlibEnv's code).
 
     ``reset``, ``step``, ``render`` and ``close`` go straight to the hub env; other
     public attributes are read from it. ``observation_spaces`` and
@@ -49,6 +49,9 @@ class HubRLlibEnvMixin:
 
     #: Tells :func:`marlhub.adapters.rllib.from_rllib` to hand back ``env`` itself.
     _marlhub_view_of_hub = True
+    # Provided by gymnasium.Env in the built class.
+    metadata: dict[str, Any]
+    render_mode: Optional[str]
 
     def __init__(self, env: Any, *, check: bool = True) -> None:
         self.__dict__["env"] = env
@@ -148,14 +151,16 @@ class HubRLlibEnvMixin:
         return f"<HubRLlibEnv of {self.env!r}>"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hub_rllib_env_class() -> type:
     """Return ``HubRLlibEnv``: :class:`HubRLlibEnvMixin` on RLlib's ``MultiAgentEnv`` (imports Ray).
 
     Raises:
         ImportError: Ray (``ray[rllib]``) is not installed.
     """
-    from ray.rllib.env.multi_agent_env import MultiAgentEnv as RLlibMultiAgentEnv
+    from ray.rllib.env.multi_agent_env import (  # type: ignore[import-not-found, unused-ignore]
+        MultiAgentEnv as RLlibMultiAgentEnv,
+    )
 
     cls = type("HubRLlibEnv", (HubRLlibEnvMixin, RLlibMultiAgentEnv), {})
     cls.__module__ = __name__

@@ -6,8 +6,9 @@
 * :func:`from_rllib` takes an RLlib ``MultiAgentEnv`` (or anything shaped like
   one) to the hub, adding the contract's guarantees (:class:`RLlibEnv`).
 * :func:`register_with_ray` registers marlhub ids with
-  ``ray.tune.registry.register_env``, so ``PPOConfig().environment("marlhub/openspiel/leduc_poker")``
-  builds the env on every env runner; the creators are picklable and resolve
+  ``ray.tune.registry.register_env``, so
+  ``PPOConfig().environment("marlhub/openspiel/leduc_poker")`` builds the env on
+  every env runner; the creators are picklable and resolve
   the id on the worker.
 
 Converting back unwraps: ``from_rllib(to_rllib(h)) is h`` and
@@ -22,11 +23,12 @@ Example:
     >>> import gymnasium as gym
     >>> class Echo:  # written RLlib's way: static agents, no __all__ in truncateds
     ...     possible_agents = agents = ["a", "b"]
-    ...     observation_spaces = action_spaces = {"a": gym.spaces.Discrete(2), "b": gym.spaces.Discrete(2)}
+    ...     observation_spaces = action_spaces = {x: gym.spaces.Discrete(2) for x in "ab"}
     ...     def reset(self, *, seed=None, options=None):
     ...         return {"a": 0, "b": 0}, {}
     ...     def step(self, actions):
-    ...         return {"a": actions["b"], "b": actions["a"]}, {"a": 1.0, "b": 1.0}, {"__all__": True}, {}, {}
+    ...         obs = {"a": actions["b"], "b": actions["a"]}
+    ...         return obs, {"a": 1.0, "b": 1.0}, {"__all__": True}, {}, {}
     >>> env = from_rllib(Echo())   # any RLlib-style env gets the contract's guarantees
     >>> env.step({"a": 0, "b": 1})
     Traceback (most recent call last):
@@ -77,7 +79,7 @@ def is_rllib_env(obj: Any) -> bool:
 
 
 def to_rllib(env: Any, *, check: bool = True) -> Any:
-    """Return ``env`` as an instance of RLlib's ``MultiAgentEnv``; an env from :func:`from_rllib` unwraps.
+    """Return ``env`` as an instance of RLlib's ``MultiAgentEnv``; :func:`from_rllib` envs unwrap.
 
     Args:
         env: a hub env, or anything :func:`marlhub.adapters.to_hub` accepts
@@ -188,7 +190,8 @@ def register_with_ray(
         if not ids:
             raise UnknownEnvError(
                 env_id_or_pattern, (),
-                "The pattern matches no registered id; `marlhub list PATTERN` shows what it matches.",
+                "The pattern matches no registered id; `marlhub list PATTERN` shows what it "
+                "matches.",
             )
     else:
         ids = [env_id_or_pattern]
@@ -198,7 +201,7 @@ def register_with_ray(
         creator: Optional[Callable[..., Any]] = spec.creator
         if creator is None and registry is not None:
             family_name, rest = split_id(env_id)
-            creator = _FamilyCreator(reg.families[family_name], rest)
+            creator = _FamilyCreator(reg.families[str(family_name)], rest)
         register_env(prefix + env_id, RayEnvCreator(env_id, creator, check=check))
         names.append(prefix + env_id)
     return sorted(names)
@@ -243,7 +246,7 @@ def _checked_import(module: str, feature: str) -> Any:
 
 def _ray_register_env() -> Callable[[str, Callable[..., Any]], None]:
     _checked_import("marlhub.adapters._rllib_to", "register_with_ray()")
-    from ray.tune.registry import register_env
+    from ray.tune.registry import register_env  # type: ignore[import-not-found, unused-ignore]
 
     return register_env  # type: ignore[no-any-return]
 

@@ -1,4 +1,4 @@
-"""Hub -> RLlib: real ray.rllib MultiAgentEnvs that RLlib's own checker accepts; Ray registration."""
+"""Hub -> RLlib: real ray.rllib MultiAgentEnvs that RLlib's own checker accepts; registration."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_rllib_checker_refuses_what_it_should() -> None:
     # The checker is not a rubber stamp: a foreign agent id in obs fails it.
     class Stranger(TicTacToe):
         def reset(self, *, seed: Any = None, options: Any = None) -> Any:
-            obs, infos = super().reset(seed=seed, options=options)
+            obs, _ = super().reset(seed=seed, options=options)
             return {"nobody": next(iter(obs.values()))}, {}
 
     with pytest.raises(ValueError, match="agent_ids that are not the names"):
@@ -152,11 +152,7 @@ def test_round_trips_unwrap() -> None:
 
 def test_to_rllib_of_foreign_envs_goes_through_the_hub() -> None:
     pettingzoo = pytest.importorskip("pettingzoo")
-    native = pettingzoo.make("aec", "classic/connect_four-v3") if hasattr(pettingzoo, "make") else None
-    if native is None:
-        from pettingzoo.classic import connect_four_v3
-
-        native = connect_four_v3.env()
+    native = pettingzoo.make("aec", "classic/connect_four-v3")
     env = to_rllib(native)
     assert isinstance(env, RLlibMultiAgentEnv)
     assert type(env.env).__name__ == "PettingZooEnv" and env.env.env is native
@@ -191,7 +187,8 @@ def test_guard_names_the_rule_rllib_would_trip_on() -> None:
     env = to_rllib(PaysTheDead())
     env.reset(seed=0)
     env.step({"a": 0, "b": 0})
-    with pytest.raises(EnvContractError, match=r"'done\.final': 'a' was done.*step 2 of the episode"):
+    rule = r"'done\.final': 'a' was done.*step 2 of the episode"
+    with pytest.raises(EnvContractError, match=rule):
         env.step({"b": 0})
     # check=False hands the data on as it is (RLlib would be the one to raise).
     quiet = to_rllib(PaysTheDead(), check=False)
@@ -243,7 +240,8 @@ def test_creators_receive_worker_fields() -> None:
     registry = Registry()
     registry.register("spy", creator)
     register_with_ray("spy", registry=registry, prefix="test/")
-    made = _ray_creator("test/spy")(RLlibEnvContext({}, worker_index=3, num_workers=5, vector_index=2))
+    config = RLlibEnvContext({}, worker_index=3, num_workers=5, vector_index=2)
+    made = _ray_creator("test/spy")(config)
     ctx = made.config_seen
     assert isinstance(ctx, EnvContext)
     assert (ctx.worker_index, ctx.num_workers, ctx.vector_index) == (3, 5, 2)

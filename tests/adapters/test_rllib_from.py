@@ -17,7 +17,13 @@ import numpy as np
 import pytest
 
 import marlhub
-from marlhub.adapters.rllib import RLlibEnv, from_rllib, read_possible_agents, register_with_ray, to_rllib
+from marlhub.adapters.rllib import (
+    RLlibEnv,
+    from_rllib,
+    read_possible_agents,
+    register_with_ray,
+    to_rllib,
+)
 from marlhub.conformance import check
 from marlhub.core import ALL
 from marlhub.envs import TicTacToe
@@ -85,7 +91,7 @@ def docs_tic_tac_toe(base: type) -> Any:
                 "player1": gym.spaces.Box(-1.0, 1.0, (9,), np.float32),
                 "player2": gym.spaces.Box(-1.0, 1.0, (9,), np.float32),
             }
-            self.action_spaces = {"player1": gym.spaces.Discrete(9), "player2": gym.spaces.Discrete(9)}
+            self.action_spaces = {p: gym.spaces.Discrete(9) for p in self.possible_agents}
             self.board: list[int] = []
             self.current_player = ""
 
@@ -139,14 +145,14 @@ def test_missing_all_is_filled_in_and_agents_are_kept() -> None:
     env = from_rllib(docs_tic_tac_toe(object))
     obs, _ = env.reset(seed=1)
     assert env.agents == ["player1", "player2"]
-    obs, rewards, terminateds, truncateds, infos = env.step({next(iter(obs)): 4})
+    obs, _, terminateds, truncateds, _ = env.step({next(iter(obs)): 4})
     assert truncateds == {ALL: False} and terminateds == {ALL: False}
     for _ in range(20):
         if terminateds[ALL]:
             break
         (mover,) = obs
         free = int(np.flatnonzero(obs[mover] == 0)[0])
-        obs, rewards, terminateds, truncateds, infos = env.step({mover: free})
+        obs, _, terminateds, truncateds, _ = env.step({mover: free})
     assert terminateds[ALL] and env.agents == []
     with pytest.raises(ResetNeededError, match="the episode is over"):
         env.step({"player1": 0})
@@ -177,8 +183,8 @@ class Counting:
 @pytest.mark.parametrize(
     ("actions", "error"),
     [
-        ({"x": 1}, "Bad action for 'x': got 1, expected a legal action: action 1 is masked out; "
-                   "legal actions are \\[0, 2\\]"),
+        ({"x": 1}, ("Bad action for 'x': got 1, expected a legal action: action 1 is masked "
+                    "out; legal actions are \\[0, 2\\]")),
         ({"x": 7}, "Bad action for 'x': got 7"),
         ({"x": 0, "y": 0}, "'y' is not an agent of Counting"),
         ({}, "expected an action for every actor"),
@@ -207,7 +213,8 @@ class ForgetsRewards(Counting):
 def test_guard_raises_where_rllib_would() -> None:
     env = from_rllib(ForgetsRewards())
     env.reset(seed=0)
-    with pytest.raises(EnvContractError, match="'reward.present': 'x' acted and got an observation"):
+    rule = "'reward.present': 'x' acted and got an observation"
+    with pytest.raises(EnvContractError, match=rule):
         env.step({"x": 0})
     quiet = from_rllib(ForgetsRewards(), check=False)
     quiet.reset(seed=0)
@@ -277,7 +284,8 @@ def test_ray_missing_is_named_with_its_extra(monkeypatch: pytest.MonkeyPatch) ->
     _rllib_to.hub_rllib_env_class.cache_clear()
     monkeypatch.setitem(sys.modules, "ray.rllib.env.multi_agent_env", None)
     try:
-        with pytest.raises(MissingDependencyError, match=r"to_rllib\(\) needs the 'ray'.*marlhub\[rllib\]"):
+        needs = r"to_rllib\(\) needs the 'ray'.*marlhub\[rllib\]"
+        with pytest.raises(MissingDependencyError, match=needs):
             to_rllib(TicTacToe())
         with pytest.raises(MissingDependencyError, match=r"register_with_ray\(\) needs the 'ray'"):
             register_with_ray("tic_tac_toe")

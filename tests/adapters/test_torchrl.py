@@ -79,7 +79,9 @@ def test_turn_based_env_through_aec(group_map: Any) -> None:
     assert env.group_map == expected
     td = env.rollout(9, break_when_any_done=True)
     # One agent acts per step: exactly one mask entry is True in every step.
-    masks = torch.cat([td["next", group, "mask"].reshape(len(td), -1) for group in env.group_map], 1)
+    masks = torch.cat(
+        [td["next", group, "mask"].reshape(len(td), -1) for group in env.group_map], 1
+    )
     assert masks.sum(1).tolist() == [1] * len(td)
 
 
