@@ -59,7 +59,7 @@ class HubRLlibEnvMixin:
         possible = list(env.possible_agents)
         self._agent_ids = set(possible)
         self._named_last: list[AgentID] = []
-        super().__init__()  # type: ignore[call-arg]
+        super().__init__()
         self.observation_spaces = {a: env.get_observation_space(a) for a in possible}
         self.action_spaces = {a: env.get_action_space(a) for a in possible}
         self.observation_space = gym.spaces.Dict(self.observation_spaces)
@@ -73,7 +73,7 @@ class HubRLlibEnvMixin:
 
     # -- agents (views of the hub env's) -------------------------------------------
 
-    @property  # type: ignore[override]
+    @property
     def possible_agents(self) -> list[AgentID]:
         """Every agent that may ever appear: the hub env's ``possible_agents``."""
         return list(self.env.possible_agents)
@@ -82,7 +82,7 @@ class HubRLlibEnvMixin:
     def possible_agents(self, value: Any) -> None:
         self._refuse_assignment("possible_agents")
 
-    @property  # type: ignore[override]
+    @property
     def agents(self) -> list[AgentID]:
         """The hub env's live agents, then the agents the last step reported done."""
         live = list(self.env.agents)
@@ -104,7 +104,7 @@ class HubRLlibEnvMixin:
 
     # -- the episode --------------------------------------------------------------
 
-    def reset(  # type: ignore[override]
+    def reset(
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
     ) -> ResetResult:
         """Reset the hub env; return its ``(obs, infos)``."""
@@ -114,7 +114,7 @@ class HubRLlibEnvMixin:
             self._guard.on_reset(obs, infos, agents=list(self.env.agents))
         return obs, infos
 
-    def step(self, action_dict: MultiAgentDict) -> StepResult:  # type: ignore[override]
+    def step(self, action_dict: MultiAgentDict) -> StepResult:
         """Step the hub env; return its ``(obs, rewards, terminateds, truncateds, infos)``."""
         guard = self._guard
         before = list(self.env.agents) if guard is not None else None
@@ -132,7 +132,7 @@ class HubRLlibEnvMixin:
             )
         return result
 
-    def render(self) -> Any:  # type: ignore[override]
+    def render(self) -> Any:
         """Render the hub env."""
         return self.env.render()
 

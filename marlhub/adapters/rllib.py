@@ -248,7 +248,7 @@ def _ray_register_env() -> Callable[[str, Callable[..., Any]], None]:
     _checked_import("marlhub.adapters._rllib_to", "register_with_ray()")
     from ray.tune.registry import register_env  # type: ignore[import-not-found, unused-ignore]
 
-    return register_env  # type: ignore[no-any-return]
+    return register_env
 
 
 def __getattr__(name: str) -> Any:
