@@ -36,8 +36,8 @@ Example:
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
-from typing import Any, Dict, List, Optional, Tuple, TypeAlias
+from collections.abc import Hashable, Mapping
+from typing import Any, Dict, List, Optional, Tuple, TypeAlias, Union
 
 import gymnasium as gym
 
@@ -84,6 +84,11 @@ class MultiAgentEnv(gym.Env):
     keyed by agent, built from the per-agent dicts. Assigning them explicitly
     (RLlib's old API stack) is still supported, and the per-agent getters fall
     back to such a Dict.
+
+    Like RLlib's, this class is a ``gymnasium.Env`` whose ``reset`` and ``step``
+    return per-agent dicts instead of one agent's values. mypy checks overrides
+    against every base class, so a subclass's ``reset`` and ``step`` carry
+    ``# type: ignore[override]`` (the mismatch with ``gymnasium.Env`` is by design).
     """
 
     # Mappings from every possible agent id to its space (RLlib's names).
@@ -159,7 +164,7 @@ class MultiAgentEnv(gym.Env):
             return joint[agent_id]
         return joint  # type: ignore[return-value]
 
-    @property  # type: ignore[override]
+    @property
     def observation_space(self) -> gym.Space:
         """A ``Dict`` space keyed by agent, unless one was assigned explicitly."""
         return self._joint_space("observation_spaces", "_explicit_observation_space")
@@ -168,7 +173,7 @@ class MultiAgentEnv(gym.Env):
     def observation_space(self, space: gym.Space) -> None:
         self.__dict__["_explicit_observation_space"] = space
 
-    @property  # type: ignore[override]
+    @property
     def action_space(self) -> gym.Space:
         """A ``Dict`` space keyed by agent, unless one was assigned explicitly."""
         return self._joint_space("action_spaces", "_explicit_action_space")
@@ -188,9 +193,11 @@ class MultiAgentEnv(gym.Env):
         # Rebuild only when the per-agent dict was replaced or resized.
         if cached is None or cached[0] is not spaces or cached[1] != len(spaces):
             # An OrderedDict keeps possible_agents' order (gymnasium sorts a plain dict).
-            joint = gym.spaces.Dict(
-                OrderedDict((a, spaces[a]) for a in self.possible_agents if a in spaces)
+            # Keys are agent ids (any hashable); gymnasium's annotation says str.
+            members: OrderedDict[Any, gym.Space] = OrderedDict(
+                (a, spaces[a]) for a in self.possible_agents if a in spaces
             )
+            joint = gym.spaces.Dict(members)
             cached = (spaces, len(spaces), joint)
             self.__dict__[cache_key] = cached
         return cached[2]
@@ -210,15 +217,16 @@ class MultiAgentEnv(gym.Env):
     def with_agent_groups(
         self,
         groups: Dict[str, List[AgentID]],
-        obs_space: Optional[gym.Space] = None,
-        act_space: Optional[gym.Space] = None,
+        obs_space: Optional[Union[gym.spaces.Tuple, Mapping[Any, gym.spaces.Tuple]]] = None,
+        act_space: Optional[Union[gym.spaces.Tuple, Mapping[Any, gym.spaces.Tuple]]] = None,
     ) -> "MultiAgentEnv":
         """Return this env with each group of agents acting as one agent (RLlib's semantics).
 
         Args:
             groups: group id -> member agent ids; agents in no group stay as they are.
-            obs_space: the grouped observation space (a Tuple); inferred when omitted.
-            act_space: the grouped action space (a Tuple); inferred when omitted.
+            obs_space: the grouped observation space (a Tuple, or a dict of group id to
+                Tuple); inferred when omitted.
+            act_space: the grouped action space, likewise.
         """
         from marlhub.adapters.groups import GroupAgentsWrapper
 

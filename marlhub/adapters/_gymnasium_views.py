@@ -282,6 +282,9 @@ class JointView(gym.Env):
         possible_agents: the hub env's possible agents, the keys of the spaces.
     """
 
+    observation_space: gym.spaces.Dict
+    action_space: gym.spaces.Dict
+
     def __init__(self, hub_env: Any) -> None:
         self.hub_env = hub_env
         self.possible_agents = list(hub_env.possible_agents)
@@ -293,7 +296,7 @@ class JointView(gym.Env):
         )
         self.metadata = dict(getattr(hub_env, "metadata", None) or {})
         self.render_mode = getattr(hub_env, "render_mode", None)
-        self._keys = list(self.observation_space.spaces)
+        self._keys: list[AgentID] = list(self.observation_space.spaces)
         self._hub = _HubDriver(hub_env)
         self._cannot_step: Optional[str] = _NOT_RESET
 
@@ -366,8 +369,10 @@ class JointView(gym.Env):
         if missing:
             raise ActionError(missing[0], dict(action), expected=f"an action for every live agent {live}",
                               fix=f"Add an action for {', '.join(repr(a) for a in missing)}.")
+        # Keyed by agent id (any hashable); gymnasium annotates Dict's keys as str.
+        spaces: Mapping[Any, gym.Space] = self.action_space.spaces
         for agent in live:
-            space = self.action_space.spaces[agent]
+            space = spaces[agent]
             why = why_not_in_space(space, action[agent])
             if why is not None:
                 raise ActionError(agent, action[agent], expected=f"an action in {space} ({why})")

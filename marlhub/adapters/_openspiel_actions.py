@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
@@ -87,7 +87,11 @@ class ActionChecks:
     illegal_action: str
     illegal_reward: float
     np_random: np.random.Generator
-    actors: list[Any]
+
+    if TYPE_CHECKING:  # OpenSpielEnv defines it as a read-only property
+
+        @property
+        def actors(self) -> list[Any]: ...
 
     def _observe_all(self, infos: MultiAgentDict) -> MultiAgentDict:
         raise NotImplementedError

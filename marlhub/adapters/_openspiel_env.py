@@ -225,7 +225,9 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
 
     # -- the episode -------------------------------------------------------------
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> ResetResult:
+    def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, *, seed: Optional[int] = None, options: Optional[dict] = None
+    ) -> ResetResult:
         """Start a new episode; return the observations and infos of the first actors.
 
         Args:
@@ -255,7 +257,9 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         obs, infos = self._observe_actors(self._state.current_player())
         return obs, infos
 
-    def step(self, action_dict: MultiAgentDict) -> StepResult:
+    def step(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, action_dict: MultiAgentDict
+    ) -> StepResult:
         """Apply one action per actor; return obs, rewards, terminateds, truncateds, infos.
 
         Raises:
@@ -381,7 +385,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
                     return {aid: ob}, {}
                 return {aid: self._read(state, current)}, {aid: {"action_mask": mask}}
             players: tuple[int, ...] = ()
-            masks = {}
+            masks: dict[int, np.ndarray] = {}
         elif current == _SIMULTANEOUS:
             masks = {}
             for p in range(self.num_players):

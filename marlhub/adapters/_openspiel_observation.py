@@ -138,7 +138,7 @@ class Observer:
         if trust_flags and not getattr(game.get_type(), _FLAG[kind]):
             return f"the game's type says {_FLAG[kind]}=False"
         perfect_recall = kind.startswith("information_state")
-        self._python = None
+        self._python: Any = None  # the game's Python observer (untyped pyspiel object)
         if hasattr(game, "make_py_observer"):  # a game written in Python
             return self._try_python(game, kind, perfect_recall)
         self.kind = kind

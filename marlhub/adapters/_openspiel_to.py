@@ -25,7 +25,7 @@ import inspect
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import gymnasium as gym
 import numpy as np
@@ -37,7 +37,9 @@ from marlhub.spaces import ACTION_MASK_KEY, ActionSampler, find_action_mask
 
 __all__ = ["to_openspiel"]
 
-pyspiel = import_pyspiel("to_openspiel")
+# Any, not ModuleType: this module subclasses pyspiel.Game and pyspiel.State, which mypy cannot
+# see through a ModuleType (pyspiel is an untyped extension module).
+pyspiel: Any = import_pyspiel("to_openspiel")
 
 #: Short names this process registered through to_openspiel (re-registering them is fine).
 _OURS: dict[str, Any] = {}
@@ -213,7 +215,8 @@ def to_openspiel(
         starts.append(int(space.start))
         sizes.append(int(space.n))
     obs_sizes = [_flat_size(env.get_observation_space(a)) for a in agents]
-    tensor_size = max(obs_sizes) if all(s is not None for s in obs_sizes) else None
+    tensor_size = (max(cast("list[int]", obs_sizes)) if all(s is not None for s in obs_sizes)
+                   else None)
     probe = None
     if probe_episodes > 0 and ("auto" in (dynamics, reward_model) or zero_sum is None):
         probe = _Probe(make, probe_episodes, seed, max_steps=10_000)
@@ -229,8 +232,8 @@ def to_openspiel(
         reward_model = "rewards" if probe.intermediate_rewards else "terminal"
     if zero_sum is None:
         zero_sum = bool(probe and probe.zero_sum)
-    length = max_game_length or (getattr(env, "max_steps", None)
-                                 if isinstance(getattr(env, "max_steps", None), int) else 10_000)
+    declared_steps = getattr(env, "max_steps", None)
+    length = max_game_length or (declared_steps if isinstance(declared_steps, int) else 10_000)
     T = pyspiel.GameType
     game_type = T(
         short_name=name,
@@ -395,7 +398,7 @@ class _Episode:
         return clone
 
 
-class _HubState(pyspiel.State):  # type: ignore[misc]
+class _HubState(pyspiel.State):
     """An OpenSpiel state holding a hub env; the env is built on first use.
 
     OpenSpiel's ``clone()`` makes a new initial state and deep-copies the

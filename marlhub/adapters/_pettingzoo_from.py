@@ -139,6 +139,10 @@ def _check_action(agent: AgentID, space: gym.Space, action: Any, mask: Any) -> N
 class _PettingZooBase(MultiAgentEnv):
     """What both adapters share: spaces looked up once per agent, render, close, state."""
 
+    # Always set in __init__ (the base class allows None).
+    observation_spaces: dict[AgentID, gym.Space]
+    action_spaces: dict[AgentID, gym.Space]
+
     def __init__(self, native: Any) -> None:
         self._native = native
         self._cannot_step: Optional[str] = _NOT_RESET
@@ -162,7 +166,7 @@ class _PettingZooBase(MultiAgentEnv):
 
     # The live agents, read from the native env only when asked for: keeping a
     # copy current would cost a wrapper-chain lookup on every step.
-    @property  # type: ignore[override]
+    @property
     def agents(self) -> list[AgentID]:
         """The agents still in the episode (the native env's ``agents``)."""
         if self._cannot_step is not None:
@@ -306,7 +310,9 @@ class PettingZooEnv(_PettingZooBase):
     def _live_agents(self) -> list[AgentID]:
         return list(self._holder.agents)
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> ResetResult:
+    def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, *, seed: Optional[int] = None, options: Optional[dict] = None
+    ) -> ResetResult:
         """Reset the native env (seed and options passed through); return the first actor's view."""
         super().reset(seed=seed)
         env = self.env
@@ -343,7 +349,9 @@ class PettingZooEnv(_PettingZooBase):
         self._check_one(actor, action, mask)
         return action
 
-    def step(self, action_dict: MultiAgentDict) -> StepResult:
+    def step(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, action_dict: MultiAgentDict
+    ) -> StepResult:
         """Apply the actor's action, step dead agents with None, return the next actor's view.
 
         Raises:

@@ -67,7 +67,9 @@ class ParallelPettingZooEnv(_PettingZooBase):
         self._finished: set[AgentID] = set()
         self._any_truncated = False
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> ResetResult:
+    def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, *, seed: Optional[int] = None, options: Optional[dict] = None
+    ) -> ResetResult:
         """Reset the native env (seed and options passed through); return every actor's view."""
         super().reset(seed=seed)
         obs, infos = self.par_env.reset(seed=seed, options=options)
@@ -106,7 +108,9 @@ class ParallelPettingZooEnv(_PettingZooBase):
     def _live_agents(self) -> list[AgentID]:
         return [a for a in self.par_env.agents if a not in self._finished]
 
-    def step(self, action_dict: MultiAgentDict) -> StepResult:
+    def step(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, action_dict: MultiAgentDict
+    ) -> StepResult:
         """Apply every actor's action at once.
 
         Raises:

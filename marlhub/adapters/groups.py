@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import gymnasium as gym
 import numpy as np
@@ -73,7 +73,9 @@ _NOT_RESET = "reset() has not been called yet"
 _EPISODE_OVER = "the episode is over (__all__ was True in the last step)"
 _BROKEN = "group members stopped acting together (see the error raised then)"
 
-SpaceSpec = Union[None, gym.spaces.Tuple, Mapping[str, gym.spaces.Tuple]]
+# Keyed by group id. Any, not AgentID: Mapping keys are invariant, so Mapping[AgentID, ...]
+# would refuse a plain dict[str, Tuple].
+SpaceSpec = Union[None, gym.spaces.Tuple, Mapping[Any, gym.spaces.Tuple]]
 
 
 class GroupAgentsWrapper(MultiAgentEnv):
@@ -100,6 +102,10 @@ class GroupAgentsWrapper(MultiAgentEnv):
             space is not a ``Tuple`` with one item per member.
     """
 
+    # Always set in __init__ (the base class allows None).
+    observation_spaces: dict[AgentID, gym.Space]
+    action_spaces: dict[AgentID, gym.Space]
+
     def __init__(
         self,
         env: Any,
@@ -118,7 +124,7 @@ class GroupAgentsWrapper(MultiAgentEnv):
                 "env.with_agent_groups(groups) instead.",
                 MarlhubWarning, stacklevel=3,
             )
-            groups, obs_space = obs_space, None  # type: ignore[assignment]
+            groups, obs_space = obs_space, None
         self.env = to_hub(env)
         possible = _env_agents(self.env)
         self.groups, self.agent_id_to_group = _check_groups(groups, possible)
@@ -163,7 +169,9 @@ class GroupAgentsWrapper(MultiAgentEnv):
 
     # -- the episode --------------------------------------------------------------
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> ResetResult:
+    def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, *, seed: Optional[int] = None, options: Optional[dict] = None
+    ) -> ResetResult:
         """Reset the wrapped env and return the grouped observations and infos.
 
         Raises:
@@ -177,7 +185,9 @@ class GroupAgentsWrapper(MultiAgentEnv):
         out = self._translate(obs, {}, {}, {}, infos, acted=set(), is_reset=True)
         return out[0], out[4]
 
-    def step(self, action_dict: MultiAgentDict) -> StepResult:
+    def step(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, action_dict: MultiAgentDict
+    ) -> StepResult:
         """Split the groups' tuple actions among their live members and step the wrapped env.
 
         Raises:
@@ -227,11 +237,11 @@ class GroupAgentsWrapper(MultiAgentEnv):
                     key, value, expected=f"a tuple of {len(members)} actions, one for each of {members}",
                     fix="Give a group one action per member, in the order of the group's list.",
                 )
-            space = self.action_spaces[key]
+            space = cast(gym.spaces.Tuple, self.action_spaces[key])  # a group's space, see _spaces
             for i, member in enumerate(members):
                 if member in self._done:
                     continue  # a member that is done keeps still; its item is ignored
-                self._check_one(key, space.spaces[i], value[i], member)  # type: ignore[attr-defined]
+                self._check_one(key, space.spaces[i], value[i], member)
                 inner[member] = value[i]
         return inner
 
@@ -295,7 +305,7 @@ class GroupAgentsWrapper(MultiAgentEnv):
         return out_obs, out_rewards, out_term, out_trunc, out_infos
 
     def _group_outputs(
-        self, group: str, members: list[AgentID], obs: MultiAgentDict, rewards: MultiAgentDict,
+        self, group: AgentID, members: list[AgentID], obs: MultiAgentDict, rewards: MultiAgentDict,
         terminateds: MultiAgentDict, truncateds: MultiAgentDict, infos: MultiAgentDict, *,
         over: bool, acted: bool, is_reset: bool, out: tuple[MultiAgentDict, ...],
     ) -> None:
@@ -376,15 +386,15 @@ def _env_agents(env: Any) -> list[AgentID]:
 
 def _check_groups(
     groups: Any, possible: list[AgentID]
-) -> tuple[dict[str, list[AgentID]], dict[AgentID, str]]:
+) -> tuple[dict[AgentID, list[AgentID]], dict[AgentID, AgentID]]:
     if not isinstance(groups, Mapping) or not groups:
         raise ConfigError(
             "GroupAgentsWrapper",
             f"groups must be a non-empty dict of group id to member agent ids, got {groups!r:.80}",
             fix="Pass e.g. {'group1': ['agent1', 'agent2']}.",
         )
-    clean: dict[str, list[AgentID]] = {}
-    member_of: dict[AgentID, str] = {}
+    clean: dict[AgentID, list[AgentID]] = {}
+    member_of: dict[AgentID, AgentID] = {}
     for group_id, members in groups.items():
         if group_id in possible or group_id in (ALL, COMMON):
             raise AgentIdError(
@@ -415,7 +425,7 @@ def _check_groups(
     return clean, member_of
 
 
-def _grouped_order(keys: Iterable[AgentID], member_of: Mapping[AgentID, str]) -> list[AgentID]:
+def _grouped_order(keys: Iterable[AgentID], member_of: Mapping[AgentID, AgentID]) -> list[AgentID]:
     """Replace each member by its group id (once, where its first member was), keep order."""
     out: list[AgentID] = []
     seen: set[AgentID] = set()

@@ -35,7 +35,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 import gymnasium as gym
 
@@ -117,7 +117,7 @@ class GymnasiumMultiEnv(MultiAgentEnv):
             raise ValueError("GymnasiumMultiEnv needs at least one env, got none.")
         for env in envs:
             _require_single_agent_env(env, "GymnasiumMultiEnv")
-        ids = list(range(len(envs))) if agent_ids is None else list(agent_ids)
+        ids: list[AgentID] = list(range(len(envs))) if agent_ids is None else list(agent_ids)
         _check_agent_ids(ids, len(envs))
         self.envs = envs
         self.possible_agents = ids
@@ -131,7 +131,9 @@ class GymnasiumMultiEnv(MultiAgentEnv):
         self._env_of = dict(zip(ids, envs))
         self._cannot_step: Optional[str] = _NOT_RESET
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> ResetResult:
+    def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, *, seed: Optional[int] = None, options: Optional[dict] = None
+    ) -> ResetResult:
         """Reset every env (env ``i`` with ``seed + i``) and return all agents' observations.
 
         Args:
@@ -151,7 +153,9 @@ class GymnasiumMultiEnv(MultiAgentEnv):
         self._cannot_step = None
         return obs, infos
 
-    def step(self, action_dict: MultiAgentDict) -> StepResult:
+    def step(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, action_dict: MultiAgentDict
+    ) -> StepResult:
         """Step the env of every live agent with its action.
 
         Raises:
@@ -227,11 +231,22 @@ class GymnasiumMultiEnv(MultiAgentEnv):
             env.close()
 
     def __repr__(self) -> str:
-        inner = self.envs[0].spec.id if getattr(self.envs[0], "spec", None) else type(self.envs[0]).__name__
+        spec = getattr(self.envs[0], "spec", None)
+        inner = spec.id if spec else type(self.envs[0]).__name__
         return f"<{type(self).__name__} {len(self.envs)} x {inner} agents={self.possible_agents!r}>"
 
 
-def make_multi_agent(env_name_or_creator: Union[str, EnvCreator]) -> type[GymnasiumMultiEnv]:
+if TYPE_CHECKING:
+
+    class _MultiEnv(GymnasiumMultiEnv):
+        """The classes make_multi_agent builds, as type checkers see them: made from a config."""
+
+        env_name_or_creator: Union[str, EnvCreator]
+
+        def __init__(self, config: Optional[Mapping[str, Any]] = None) -> None: ...
+
+
+def make_multi_agent(env_name_or_creator: Union[str, EnvCreator]) -> type[_MultiEnv]:
     """Return a hub env class running ``num_agents`` independent copies of a Gymnasium env.
 
     RLlib's ``make_multi_agent`` with the same call: the class's constructor
@@ -289,7 +304,7 @@ def make_multi_agent(env_name_or_creator: Union[str, EnvCreator]) -> type[Gymnas
             super().__init__(envs)
 
     MultiEnv.__qualname__ = "MultiEnv"
-    return MultiEnv
+    return cast("type[_MultiEnv]", MultiEnv)  # MultiEnv has _MultiEnv's shape
 
 
 def make_gymnasium_env(env_id: str, kwargs: Optional[Mapping[str, Any]] = None) -> gym.Env:
@@ -342,7 +357,7 @@ def accepted_config_keys(env_id: str) -> list[str]:
     spec = gym.spec(env_id)
     keys |= set(spec.kwargs)
     try:
-        creator = spec.entry_point
+        creator: object = spec.entry_point
         if isinstance(creator, str):
             from gymnasium.envs.registration import load_env_creator
 

@@ -166,7 +166,7 @@ def to_pettingzoo(env: Any, api: str = "aec", turn_based: str = "raise") -> Any:
     views = _views_module()
     if api == "aec":
         return views.HubAECEnv(hub)
-    return views.HubParallelEnv(hub, turn_based=turn_based)  # type: ignore[arg-type]
+    return views.HubParallelEnv(hub, turn_based=turn_based)
 
 
 def _views_module() -> Any:

@@ -121,7 +121,7 @@ def time_limit(seconds: Optional[float]) -> Iterator[None]:
         and hasattr(signal, "setitimer")
         and threading.current_thread() is threading.main_thread()
     )
-    if not usable:
+    if not usable or seconds is None:  # usable implies a number; mypy cannot see that
         yield
         return
 

@@ -306,7 +306,8 @@ class Driver:
         )
         self._judge(transition, where(0))
         played.trace.append((obs, {}, {}, {}))
-        appeared, done = set(obs), set()
+        appeared = set(obs)
+        done: set[Any] = set()
 
         for step in range(1, self.options.max_steps + 1):
             actors = transition.actors

@@ -103,7 +103,7 @@ class RockPaperScissors(MultiAgentEnv):
         self.num_moves = 0
         self._cannot_step: Optional[str] = NOT_RESET
 
-    def reset(
+    def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
     ) -> ResetResult:
         """Start a new game; both players observe 0 (nobody has moved yet).
@@ -119,7 +119,9 @@ class RockPaperScissors(MultiAgentEnv):
         self._cannot_step = None
         return {"player1": 0, "player2": 0}, {}
 
-    def step(self, action_dict: MultiAgentDict) -> StepResult:
+    def step(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, action_dict: MultiAgentDict
+    ) -> StepResult:
         """Play one move of both players; each then observes the other's move.
 
         Raises:
@@ -137,9 +139,9 @@ class RockPaperScissors(MultiAgentEnv):
         self.num_moves += 1
         move1, move2 = actions["player1"], actions["player2"]
         self.last_move = (move1, move2)
-        observations = {"player1": move2, "player2": move1}
+        observations: MultiAgentDict = {"player1": move2, "player2": move1}
         r1, r2 = self.WIN_MATRIX[move1, move2]
-        rewards = {"player1": float(r1), "player2": float(r2)}
+        rewards: MultiAgentDict = {"player1": float(r1), "player2": float(r2)}
         done = self.num_moves >= self.max_moves
         if done:
             self.agents = []

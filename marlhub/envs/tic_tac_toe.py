@@ -101,7 +101,7 @@ class TicTacToe(MultiAgentEnv):
         self.num_steps = 0
         self._cannot_step: Optional[str] = NOT_RESET
 
-    def reset(
+    def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
     ) -> ResetResult:
         """Empty the board, draw the start player from ``self.np_random``; return its obs.
@@ -112,13 +112,15 @@ class TicTacToe(MultiAgentEnv):
         """
         super().reset(seed=seed)
         self.board = [0] * 9
-        self.current_player = self.possible_agents[int(self.np_random.integers(2))]
+        self.current_player = cast(str, self.possible_agents[int(self.np_random.integers(2))])
         self.num_steps = 0
         self.agents = list(self.possible_agents)
         self._cannot_step = None
         return {self.current_player: self._obs()}, {}
 
-    def step(self, action_dict: MultiAgentDict) -> StepResult:
+    def step(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, action_dict: MultiAgentDict
+    ) -> StepResult:
         """Place the current player's piece; the opponent moves next.
 
         Raises:
@@ -138,7 +140,7 @@ class TicTacToe(MultiAgentEnv):
         action = actions[mover]
         board = cast("list[int]", self.board)  # set by reset(), which require_running checked
         self.num_steps += 1
-        rewards = {mover: 0.0}
+        rewards: MultiAgentDict = {mover: 0.0}
         terminated = False
         opponent = "player1" if mover == "player2" else "player2"
 
@@ -159,7 +161,7 @@ class TicTacToe(MultiAgentEnv):
         truncated = (
             not terminated and self.max_steps is not None and self.num_steps >= self.max_steps
         )
-        observations = {opponent: self._obs()}
+        observations: MultiAgentDict = {opponent: self._obs()}
         if truncated:
             observations[mover] = self._obs()
         if terminated or truncated:

@@ -123,7 +123,7 @@ class Traffic(MultiAgentEnv):
 
     # -- the episode ----------------------------------------------------------------
 
-    def reset(
+    def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
     ) -> ResetResult:
         """Draw arrival times and the first phase from ``self.np_random``; return the first actors.
@@ -144,7 +144,9 @@ class Traffic(MultiAgentEnv):
         self._schedule()
         return {a: self._obs(a) for a in self._actors}, {}
 
-    def step(self, action_dict: MultiAgentDict) -> StepResult:
+    def step(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, action_dict: MultiAgentDict
+    ) -> StepResult:
         """Switch the light and move the cars that act; reward every live agent.
 
         Raises:
@@ -173,7 +175,7 @@ class Traffic(MultiAgentEnv):
         for car in crossed:
             del self.positions[car]
         self.crossed += len(crossed)
-        obs = {car: self._obs(car) for car in crossed}
+        obs: MultiAgentDict = {car: self._obs(car) for car in crossed}
         terminateds: dict[AgentID, bool] = {car: True for car in crossed}
         truncateds: dict[AgentID, bool] = {}
 
@@ -200,7 +202,7 @@ class Traffic(MultiAgentEnv):
 
     # -- the simulation -------------------------------------------------------------
 
-    def _live_cars(self) -> list[str]:
+    def _live_cars(self) -> list[AgentID]:
         return [car for car in self.cars if car in self.positions]
 
     def _drive(self, actions: Mapping[AgentID, int]) -> tuple[set[str], list[str]]:

@@ -150,7 +150,7 @@ class Registry:
                 "(attributes name and description, methods ids() and make(rest, config))",
                 "See marlhub.registry.family.Family.",
             )
-        validate_family_name(name)
+        name = validate_family_name(name)  # the same object, now known to be a str
         with self._lock:
             if name in self._families and not overwrite:
                 raise EnvRegistrationError(
