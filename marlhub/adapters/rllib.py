@@ -99,13 +99,12 @@ def to_rllib(env: Any, *, check: bool = True) -> Any:
         MissingDependencyError: Ray is not installed.
         ProtocolError: ``env`` cannot be turned into a hub env.
     """
-    if type(env) is RLlibEnv:
-        native = env.env
-        if is_rllib_env(native):
-            return native
-        env = native  # an RLlib-style env that is no RLlib subclass: wrap it below
-    elif is_rllib_env(env):
+    if type(env) is RLlibEnv and is_rllib_env(env.env):
+        return env.env
+    if is_rllib_env(env):
         return env
+    # An RLlibEnv around an env that is no RLlib subclass is wrapped as it is, keeping
+    # the guarantees it adds.
     if not isinstance(env, MultiAgentEnv):
         from marlhub.adapters import to_hub
 

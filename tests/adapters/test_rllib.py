@@ -149,6 +149,22 @@ def test_round_trips_unwrap() -> None:
     assert to_rllib(hubbed) is native
     assert to_rllib(native) is native
 
+    class Duck:  # RLlib-style, no RLlib base class, no __all__ in truncateds
+        possible_agents = agents = ["x"]
+        observation_spaces = action_spaces = {"x": gym.spaces.Discrete(2)}
+
+        def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+            return {"x": 0}, {}
+
+        def step(self, action_dict: Any) -> Any:
+            return {"x": 1}, {"x": 1.0}, {"__all__": True}, {}, {}
+
+    guarded = from_rllib(Duck())
+    duck_face = to_rllib(guarded)
+    assert duck_face.env is guarded  # the guarantees stay on
+    duck_face.reset(seed=0)
+    assert duck_face.step({"x": 0})[3] == {ALL: False}
+
 
 def test_to_rllib_of_foreign_envs_goes_through_the_hub() -> None:
     pettingzoo = pytest.importorskip("pettingzoo")
