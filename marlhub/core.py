@@ -162,7 +162,7 @@ class MultiAgentEnv(gym.Env):
         joint = self.__dict__.get(explicit)
         if isinstance(joint, gym.spaces.Dict) and agent_id in joint.spaces:
             return joint[agent_id]
-        return joint  # type: ignore[return-value]
+        return joint  # type: ignore[return-value]  # None when no spaces were declared
 
     @property
     def observation_space(self) -> gym.Space:
@@ -187,7 +187,7 @@ class MultiAgentEnv(gym.Env):
             return self.__dict__[explicit]
         spaces = getattr(self, per_agent)
         if spaces is None:
-            return None  # type: ignore[return-value]
+            return None  # type: ignore[return-value]  # no spaces declared
         cache_key = f"_joint_{per_agent}"
         cached = self.__dict__.get(cache_key)
         # Rebuild only when the per-agent dict was replaced or resized.

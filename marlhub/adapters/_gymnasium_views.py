@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from typing import Any, Optional, SupportsFloat, Union
+from typing import Any, Optional, SupportsFloat, Union, cast
 
 import gymnasium as gym
 
@@ -217,7 +217,8 @@ class AgentView(gym.Env):
         mask = self._hub.mask(agent)
         policy = self._policies.get(agent, self._policy)
         if policy is None:
-            return self._sampler.sample(agent, space, mask)  # type: ignore[union-attr]
+            sampler = cast(ActionSampler, self._sampler)  # set by reset()
+            return sampler.sample(agent, space, mask)
         action = policy(self._hub.last_obs[agent], agent)
         why = why_not_in_space(space, action)
         if why is not None:

@@ -62,8 +62,8 @@ class ParallelPettingZooEnv(_PettingZooBase):
         self.par_env = env
         self._name = str(env)
         self._actors: list[AgentID] = []
-        self._actor_obs: dict[AgentID, Any] = {}
-        self._actor_infos: dict[AgentID, Any] = {}
+        self._actor_obs: Mapping[AgentID, Any] = {}
+        self._actor_infos: Mapping[AgentID, Any] = {}
         self._finished: set[AgentID] = set()
         self._any_truncated = False
 
@@ -99,8 +99,8 @@ class ParallelPettingZooEnv(_PettingZooBase):
                      terms: Mapping[AgentID, Any], truncs: Mapping[AgentID, Any]) -> None:
         actors = [a for a in obs if not (terms.get(a) or truncs.get(a))]
         self._actors = actors
-        self._actor_obs = obs  # type: ignore[assignment]
-        self._actor_infos = infos  # type: ignore[assignment]
+        self._actor_obs = obs
+        self._actor_infos = infos
         if self._growing_agents:
             for a in actors:
                 self._learn_agent(a)

@@ -110,6 +110,10 @@ class GymnasiumMultiEnv(MultiAgentEnv):
         ({'walker': 0}, {'walker': {'prob': 1}})
     """
 
+    # Always set in __init__ (the base class allows None).
+    observation_spaces: dict[AgentID, gym.Space]
+    action_spaces: dict[AgentID, gym.Space]
+
     def __init__(self, envs: Sequence[gym.Env], agent_ids: Optional[Sequence[AgentID]] = None) -> None:
         super().__init__()
         envs = list(envs)
@@ -216,7 +220,7 @@ class GymnasiumMultiEnv(MultiAgentEnv):
                 "in every step.",
             )
         for agent in live:
-            space = self.action_spaces[agent]  # type: ignore[index]
+            space = self.action_spaces[agent]
             why = why_not_in_space(space, action_dict[agent])
             if why is not None:
                 raise ActionError(agent, action_dict[agent], expected=f"an action in {space} ({why})")

@@ -50,7 +50,7 @@ __all__ = [
     "to_pettingzoo",
 ]
 
-_BASES = {
+_BASES: dict[tuple[str, str], Literal["aec", "parallel"]] = {
     ("pettingzoo.utils.env", "AECEnv"): "aec",
     ("pettingzoo.utils.env", "ParallelEnv"): "parallel",
 }
@@ -73,7 +73,7 @@ def pettingzoo_kind(obj: Any) -> Literal["aec", "parallel", ""]:
     for cls in type(obj).__mro__:
         kind = _BASES.get((cls.__module__, cls.__name__))
         if kind:
-            return kind  # type: ignore[return-value]
+            return kind
     aec_methods = ("agent_iter", "last", "observe", "step")
     if all(callable(getattr(obj, name, None)) for name in aec_methods):
         return "aec"

@@ -57,7 +57,7 @@ class Issue:
 
     message: str
     agent: Any = None
-    severity: Optional[str] = None
+    severity: Optional[rules.Severity] = None
 
 
 @dataclass

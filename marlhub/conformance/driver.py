@@ -121,7 +121,7 @@ class Driver:
         step: Optional[int] = None,
         agent: Any = None,
         reproducer: Optional[Reproducer] = None,
-        severity: Optional[str] = None,
+        severity: Optional[rules.Severity] = None,
     ) -> None:
         """Record a finding under ``rule`` (kept up to MAX_FINDINGS_PER_RULE per rule)."""
         count = self._per_rule.get(rule, 0) + 1
@@ -133,7 +133,7 @@ class Driver:
         if rule == rules.EPISODE_STEP_AFTER_END and self.options.strict:
             sev = "error"
         self.report.findings.append(
-            Finding(rule, sev, message, episode=episode, step=step, agent=agent,  # type: ignore[arg-type]
+            Finding(rule, sev, message, episode=episode, step=step, agent=agent,
                     reproducer=reproducer)
         )
 

@@ -33,7 +33,7 @@ import threading
 import warnings
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 from marlhub.adapters import to_hub
 from marlhub.errors import (
@@ -306,7 +306,7 @@ class Registry:
         if spec.creator is None:
             prefix, rest = split_id(env_id)
             with self._lock:
-                family = self._families.get(prefix)  # type: ignore[arg-type]
+                family = self._families.get(cast(str, prefix))  # family ids have a prefix
             if family is None:  # unregistered meanwhile
                 raise self._unknown(env_id)
             env = _call(env_id, ctx, lambda: family.make(rest, ctx))
