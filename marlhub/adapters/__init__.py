@@ -28,6 +28,9 @@ __all__ = ["SOURCE_KINDS", "to_hub"]
 SOURCE_KINDS: list[tuple[str, str, str]] = [
     ("marlhub.adapters.pettingzoo", "is_pettingzoo_env", "from_pettingzoo"),
     ("marlhub.adapters.openspiel", "is_openspiel_object", "from_openspiel"),
+    # Only marlhub's own RLlib views are unwrapped; other RLlib envs are hub envs
+    # by duck typing and reach the conformance suite unrepaired.
+    ("marlhub.adapters.rllib", "is_rllib_view_of_hub", "from_rllib"),
     ("marlhub.adapters.gymnasium", "is_gymnasium_env", "from_gymnasium"),
 ]
 

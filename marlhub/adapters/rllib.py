@@ -56,6 +56,7 @@ __all__ = [
     "RayEnvCreator",
     "from_rllib",
     "is_rllib_env",
+    "is_rllib_view_of_hub",
     "read_possible_agents",
     "register_with_ray",
     "to_marlhub_context",
@@ -76,6 +77,20 @@ def is_rllib_env(obj: Any) -> bool:
     if isinstance(obj, type):
         return False
     return any((c.__module__, c.__name__) == _RLLIB_BASE for c in type(obj).__mro__)
+
+
+def is_rllib_view_of_hub(obj: Any) -> bool:
+    """Tell whether ``obj`` is what :func:`to_rllib` made of a hub env (never imports Ray).
+
+    :func:`marlhub.adapters.to_hub` unwraps such views; other RLlib envs are
+    taken as they are, so the conformance suite judges them unrepaired.
+
+    Example:
+        >>> from marlhub.envs import TicTacToe
+        >>> is_rllib_view_of_hub(TicTacToe())
+        False
+    """
+    return bool(getattr(type(obj), "_marlhub_view_of_hub", False)) and is_rllib_env(obj)
 
 
 def to_rllib(env: Any, *, check: bool = True) -> Any:
@@ -130,7 +145,7 @@ def from_rllib(env: Any, *, check: bool = True) -> Any:
         ProtocolError: ``env`` does not follow the protocol (the message lists
             what it lacks).
     """
-    if getattr(type(env), "_marlhub_view_of_hub", False) and is_rllib_env(env):
+    if is_rllib_view_of_hub(env):
         return env.env
     if isinstance(env, MultiAgentEnv):
         return env

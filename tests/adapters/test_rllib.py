@@ -129,6 +129,8 @@ def test_round_trips_unwrap() -> None:
     rl = to_rllib(hub)
     assert from_rllib(rl) is hub
     assert marlhub.convert(hub, to="rllib").env is hub
+    assert marlhub.convert(rl, to="marlhub") is hub  # to_hub unwraps marlhub's own views
+    assert marlhub.convert(rl, to="pettingzoo.aec").hub_env is hub
 
     class NativeRLlib(RLlibMultiAgentEnv):
         def __init__(self) -> None:
@@ -144,6 +146,7 @@ def test_round_trips_unwrap() -> None:
             return {"x": 1}, {"x": 1.0}, {"__all__": True}, {"__all__": False}, {}
 
     native = NativeRLlib()
+    assert marlhub.convert(native, to="marlhub") is native  # checked as it is, not repaired
     hubbed = from_rllib(native)
     assert isinstance(hubbed, RLlibEnv) and isinstance(hubbed, MultiAgentEnv)
     assert to_rllib(hubbed) is native
