@@ -30,7 +30,7 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Optional
 
 import gymnasium as gym
@@ -143,6 +143,24 @@ class _HubFacade:
 
     hub_env: Any
     metadata: dict[str, Any]
+    _obs_spaces: dict[AgentID, gym.Space]
+    _act_spaces: dict[AgentID, gym.Space]
+    _obs_space_of: Callable[[AgentID], gym.Space]
+    _act_space_of: Callable[[AgentID], gym.Space]
+
+    def observation_space(self, agent: AgentID) -> gym.Space:
+        """Return the hub env's observation space of ``agent`` (the same object every call)."""
+        space = self._obs_spaces.get(agent)
+        if space is None:
+            space = self._obs_spaces[agent] = self._obs_space_of(agent)
+        return space
+
+    def action_space(self, agent: AgentID) -> gym.Space:
+        """Return the hub env's action space of ``agent`` (the same object every call)."""
+        space = self._act_spaces.get(agent)
+        if space is None:
+            space = self._act_spaces[agent] = self._act_space_of(agent)
+        return space
 
     def render(self) -> Any:
         """Render the hub env."""
@@ -204,21 +222,6 @@ class HubAECEnv(_HubFacade, AECEnv):
         self._cycle_pos = 0
         self._actions: dict[AgentID, Any] = {}
 
-    # -- spaces --------------------------------------------------------------------
-
-    def observation_space(self, agent: AgentID) -> gym.Space:
-        """Return the hub env's observation space of ``agent`` (the same object every call)."""
-        space = self._obs_spaces.get(agent)
-        if space is None:
-            space = self._obs_spaces[agent] = self._obs_space_of(agent)
-        return space
-
-    def action_space(self, agent: AgentID) -> gym.Space:
-        """Return the hub env's action space of ``agent`` (the same object every call)."""
-        space = self._act_spaces.get(agent)
-        if space is None:
-            space = self._act_spaces[agent] = self._act_space_of(agent)
-        return space
 
     # -- the episode ---------------------------------------------------------------
 
@@ -378,20 +381,6 @@ class HubParallelEnv(_HubFacade, ParallelEnv):
         self._last_obs: dict[AgentID, Any] = {}
         self._last_infos: dict[AgentID, Any] = {}
         self._finished: set[AgentID] = set()
-
-    def observation_space(self, agent: AgentID) -> gym.Space:
-        """Return the hub env's observation space of ``agent`` (the same object every call)."""
-        space = self._obs_spaces.get(agent)
-        if space is None:
-            space = self._obs_spaces[agent] = self._obs_space_of(agent)
-        return space
-
-    def action_space(self, agent: AgentID) -> gym.Space:
-        """Return the hub env's action space of ``agent`` (the same object every call)."""
-        space = self._act_spaces.get(agent)
-        if space is None:
-            space = self._act_spaces[agent] = self._act_space_of(agent)
-        return space
 
     def reset(self, seed: Optional[int] = None,
               options: Optional[dict] = None) -> tuple[dict[AgentID, Any], dict[AgentID, dict]]:
