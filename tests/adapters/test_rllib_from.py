@@ -34,6 +34,7 @@ from marlhub.errors import (
     ProtocolError,
     ResetNeededError,
 )
+from tests.rllib_docs_envs import rock_paper_scissors_class, tic_tac_toe_class
 
 BASES: list[Any] = [pytest.param(object, id="plain")]
 if importlib.util.find_spec("ray") is not None:
@@ -49,86 +50,11 @@ def _base(kind: Any) -> type:
 
 
 def docs_rock_paper_scissors(base: type) -> Any:
-    class RockPaperScissors(base):  # type: ignore[misc, valid-type]
-        ROCK, PAPER, SCISSORS = 0, 1, 2
-        WIN_MATRIX = {
-            (ROCK, ROCK): (0, 0), (ROCK, PAPER): (-1, 1), (ROCK, SCISSORS): (1, -1),
-            (PAPER, ROCK): (1, -1), (PAPER, PAPER): (0, 0), (PAPER, SCISSORS): (-1, 1),
-            (SCISSORS, ROCK): (-1, 1), (SCISSORS, PAPER): (1, -1), (SCISSORS, SCISSORS): (0, 0),
-        }
-
-        def __init__(self, config: Optional[dict] = None) -> None:
-            super().__init__()
-            self.agents = self.possible_agents = ["player1", "player2"]
-            self.observation_spaces = self.action_spaces = {
-                "player1": gym.spaces.Discrete(3),
-                "player2": gym.spaces.Discrete(3),
-            }
-            self.num_moves = 0
-
-        def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> Any:
-            self.num_moves = 0
-            return {"player1": 0, "player2": 0}, {}
-
-        def step(self, action_dict: dict) -> Any:
-            self.num_moves += 1
-            move1, move2 = action_dict["player1"], action_dict["player2"]
-            observations = {"player1": move2, "player2": move1}
-            r1, r2 = self.WIN_MATRIX[move1, move2]
-            rewards = {"player1": r1, "player2": r2}
-            terminateds = {"__all__": self.num_moves >= 10}
-            return observations, rewards, terminateds, {}, {}
-
-    return RockPaperScissors()
+    return rock_paper_scissors_class(base)()
 
 
 def docs_tic_tac_toe(base: type) -> Any:
-    class TicTacToeDocs(base):  # type: ignore[misc, valid-type]
-        def __init__(self, config: Optional[dict] = None) -> None:
-            super().__init__()
-            self.agents = self.possible_agents = ["player1", "player2"]
-            self.observation_spaces = {
-                "player1": gym.spaces.Box(-1.0, 1.0, (9,), np.float32),
-                "player2": gym.spaces.Box(-1.0, 1.0, (9,), np.float32),
-            }
-            self.action_spaces = {p: gym.spaces.Discrete(9) for p in self.possible_agents}
-            self.board: list[int] = []
-            self.current_player = ""
-
-        def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> Any:
-            self.board = [0] * 9
-            rng = np.random.default_rng(seed)  # the docs use np.random.choice
-            self.current_player = str(rng.choice(["player1", "player2"]))
-            return {self.current_player: np.array(self.board, np.float32)}, {}
-
-        def step(self, action_dict: dict) -> Any:
-            action = action_dict[self.current_player]
-            rewards = {self.current_player: 0.0}
-            terminateds = {"__all__": False}
-            opponent = "player1" if self.current_player == "player2" else "player2"
-            if self.board[action] != 0:
-                rewards[self.current_player] -= 5.0
-            else:
-                self.board[action] = 1 if self.current_player == "player1" else -1
-                win_val = [1, 1, 1] if self.current_player == "player1" else [-1, -1, -1]
-                if (
-                    self.board[:3] == win_val or self.board[3:6] == win_val
-                    or self.board[6:] == win_val or self.board[0:7:3] == win_val
-                    or self.board[1:8:3] == win_val or self.board[2:9:3] == win_val
-                    or self.board[::3] == win_val or self.board[2:7:2] == win_val
-                ):
-                    rewards[self.current_player] += 5.0
-                    rewards[opponent] = -5.0
-                    terminateds["__all__"] = True
-                elif 0 not in self.board:
-                    terminateds["__all__"] = True
-            self.current_player = opponent
-            return (
-                {self.current_player: np.array(self.board, np.float32)},
-                rewards, terminateds, {}, {},
-            )
-
-    return TicTacToeDocs()
+    return tic_tac_toe_class(base, seeded_start=True)()
 
 
 @pytest.mark.parametrize("base", BASES)

@@ -122,7 +122,7 @@ def test_the_env_under_test_is_not_mutated_beyond_reset_and_step() -> None:
 
 def test_docs_envs_verbatim_break_exactly_what_marlhub_fixes() -> None:
     """The RLlib docs' examples: truncateds without __all__, global RNG for the start player."""
-    from tests.conformance.rllib_docs_envs import DocsRockPaperScissors, DocsTicTacToe
+    from tests.rllib_docs_envs import DocsRockPaperScissors, DocsTicTacToe
 
     rps = check(DocsRockPaperScissors, episodes=3)
     assert set(rps.rules_broken()) == {
