@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from typing import Any, Optional
 
 from marlhub.conformance.report import Finding
-from marlhub.conformance.rules import ENV_RAISED, SEED_REPRODUCIBLE
+from marlhub.conformance.rules import ENV_RAISED, EQUIV_TRAJECTORY, SEED_REPRODUCIBLE
 from marlhub.errors import ConfigError, UnknownEnvError, closest
 from marlhub.registry.context import EnvContext
 
@@ -62,9 +62,10 @@ PARAMETERISED_EXAMPLES = {
 #: suite reports their findings as warnings naming the upstream fault.
 KNOWN_FAULTS: dict[str, dict[str, str]] = {
     "chat_game": {
-        ENV_RAISED: "open_spiel 2.0.2's chat_game offers legal actions beyond the "
+        rule: "open_spiel 2.0.2's chat_game offers legal actions beyond the "
         "num_distinct_actions() it declares; pyspiel's own legal_actions_mask() writes out of "
-        "bounds on it, so the adapter refuses it",
+        "bounds on it, so the adapter refuses it"
+        for rule in (ENV_RAISED, EQUIV_TRAJECTORY)  # the lockstep cannot start it either
     },
     "python_dynamic_routing": {
         SEED_REPRODUCIBLE: "open_spiel 2.0.2's python_dynamic_routing observer keeps values from "
