@@ -78,7 +78,23 @@ class _HubDriver:
         return find_action_mask(self.last_obs.get(agent), self.last_infos.get(agent))
 
 
-class AgentView(gym.Env):
+class _RendersHub:
+    """What both views pass straight to the hub env they show."""
+
+    hub_env: Any
+
+    def render(self) -> Any:
+        """Render the hub env."""
+        return self.hub_env.render()
+
+    def close(self) -> None:
+        """Close the hub env."""
+        close = getattr(self.hub_env, "close", None)
+        if callable(close):
+            close()
+
+
+class AgentView(_RendersHub, gym.Env):
     """One agent's view of a hub env; the other agents act through policies.
 
     Args:
@@ -228,16 +244,6 @@ class AgentView(gym.Env):
             )
         return action
 
-    def render(self) -> Any:
-        """Render the hub env."""
-        return self.hub_env.render()
-
-    def close(self) -> None:
-        """Close the hub env."""
-        close = getattr(self.hub_env, "close", None)
-        if callable(close):
-            close()
-
     def __repr__(self) -> str:
         return f"<AgentView of {self.agent_id!r} in {self.hub_env!r}>"
 
@@ -272,7 +278,7 @@ def _policy_table(
     )
 
 
-class JointView(gym.Env):
+class JointView(_RendersHub, gym.Env):
     """All agents of a simultaneous hub env as one Gymnasium env with ``Dict`` spaces.
 
     Args:
@@ -389,16 +395,6 @@ class JointView(gym.Env):
             "agent's view of a turn-based env, or marlhub.adapters.pettingzoo.to_pettingzoo(env) "
             "for the AEC API.",
         )
-
-    def render(self) -> Any:
-        """Render the hub env."""
-        return self.hub_env.render()
-
-    def close(self) -> None:
-        """Close the hub env."""
-        close = getattr(self.hub_env, "close", None)
-        if callable(close):
-            close()
 
     def __repr__(self) -> str:
         return f"<JointView of {self.hub_env!r}>"

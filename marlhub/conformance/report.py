@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -238,15 +237,3 @@ class Report:
             f"{len(self.warnings)} warnings</p>{table}</div>"
         )
 
-
-def merge_findings(reports: Iterable[Report]) -> list[Finding]:
-    """Return the findings of several reports in one list."""
-    return [f for r in reports for f in r.findings]
-
-
-def count_by_severity(findings: Sequence[Finding]) -> dict[str, int]:
-    """Return ``{"error": n, "warning": m}`` for ``findings``."""
-    return {
-        "error": sum(f.severity == "error" for f in findings),
-        "warning": sum(f.severity == "warning" for f in findings),
-    }
