@@ -32,7 +32,7 @@ from typing import Any, Optional
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from marlhub.conformance.runner import CheckSettings, Outcome, run_targets  # noqa: E402
-from marlhub.registry.families.openspiel import (  # noqa: E402
+from marlhub.adapters.openspiel.family import (  # noqa: E402
     PARAMETERISED_EXAMPLES,
     OpenSpielFamily,
 )

@@ -8,6 +8,7 @@ Example:
     ['player1', 'player2']
 """
 
+from marlhub import _renamed
 from marlhub.convert import convert
 from marlhub.core import (
     ALL,
@@ -36,6 +37,9 @@ from marlhub.errors import (
     UnknownEnvError,
 )
 from marlhub.registry import EnvContext, Registry, make, register_env, registered
+from marlhub.wrappers import GroupAgentsWrapper  # also what with_agent_groups builds
+
+_renamed.install()
 
 __version__ = "0.1.0"
 
@@ -52,6 +56,7 @@ __all__ = [
     "EnvContractError",
     "EnvCreationError",
     "EnvRegistrationError",
+    "GroupAgentsWrapper",
     "MarlhubError",
     "MarlhubWarning",
     "MissingDependencyError",

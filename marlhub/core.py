@@ -35,9 +35,10 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
-from typing import Any, Dict, List, Optional, Tuple, TypeAlias, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeAlias, Union
 
 import gymnasium as gym
 
@@ -53,6 +54,7 @@ __all__ = [
     "StepResult",
     "is_multi_agent_env",
     "missing_protocol_members",
+    "set_grouping_wrapper",
 ]
 
 #: Key in the terminated and truncated dicts that ends the episode for every agent.
@@ -228,12 +230,24 @@ class MultiAgentEnv(gym.Env):
                 Tuple); inferred when omitted.
             act_space: the grouped action space, likewise.
         """
-        from marlhub.adapters.groups import GroupAgentsWrapper
-
-        return GroupAgentsWrapper(self, groups, obs_space, act_space)
+        if _GROUPING is None:  # pragma: no cover - set whenever marlhub is imported
+            raise RuntimeError("marlhub.wrappers.groups was not imported; import marlhub first.")
+        return _GROUPING(self, groups, obs_space, act_space)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} agents={self.possible_agents!r}>"
+
+
+#: Builds the env that ``with_agent_groups`` returns. The wrapper lives a layer
+#: above the protocol (marlhub.wrappers.groups) and registers itself here when
+#: imported, which ``import marlhub`` does.
+_GROUPING: Optional[Callable[..., "MultiAgentEnv"]] = None
+
+
+def set_grouping_wrapper(factory: Callable[..., "MultiAgentEnv"]) -> None:
+    """Set what :meth:`MultiAgentEnv.with_agent_groups` builds (marlhub.wrappers.groups calls this)."""
+    global _GROUPING
+    _GROUPING = factory
 
 
 #: Members an object needs to be driven as a MultiAgentEnv.
@@ -273,15 +287,16 @@ def is_multi_agent_env(obj: Any) -> bool:
     """
     if isinstance(obj, MultiAgentEnv):
         return True
-    if isinstance(obj, type) or _is_foreign_env(obj):
+    if isinstance(obj, type) or _has_per_agent_space_methods(obj):
         return False
     return not missing_protocol_members(obj)
 
 
-#: Base classes of other APIs whose instances quack like hub envs (reset, step,
-#: possible_agents, per-agent spaces) but return differently shaped results.
-_FOREIGN_BASES = {("pettingzoo.utils.env", "AECEnv"), ("pettingzoo.utils.env", "ParallelEnv")}
+def _has_per_agent_space_methods(obj: Any) -> bool:
+    """Tell whether ``obj`` follows PettingZoo's API, where ``observation_space(agent)`` is a method.
 
-
-def _is_foreign_env(obj: Any) -> bool:
-    return any((c.__module__, c.__name__) in _FOREIGN_BASES for c in type(obj).__mro__)
+    Such envs have reset, step, possible_agents and per-agent spaces too, but
+    return differently shaped results; the hub's ``observation_space`` is a
+    property or a Space. Decided by structure, so no backend is named here.
+    """
+    return inspect.isfunction(inspect.getattr_static(type(obj), "observation_space", None))

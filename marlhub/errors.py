@@ -172,7 +172,7 @@ class EnvContractError(MarlhubError, RuntimeError):
 
     Attributes:
         env_name: the env's class name (or id).
-        rule: the id of the broken rule (see ``marlhub.conformance.rules``).
+        rule: the id of the broken rule (see ``marlhub.contract.rules``).
     """
 
     def __init__(self, env_name: str, rule: str, problem: str) -> None:

@@ -227,6 +227,8 @@ def _as_float(env_name: str, agent: AgentID, reward: Any) -> float:
 
 
 def _contract(env_name: str, rule_constant: str, problem: str) -> EnvContractError:
-    from marlhub.conformance import rules  # lazily: rollouts do not need the suite otherwise
+    from marlhub.contract import (
+        rules,  # lazily: rollouts do not need the suite otherwise
+    )
 
     return EnvContractError(env_name, getattr(rules, rule_constant), problem)

@@ -32,12 +32,34 @@ __all__ = [
     "ACTION_MASK_KEY",
     "ActionSampler",
     "find_action_mask",
+    "raw_action_mask",
     "why_illegal",
     "why_not_in_space",
 ]
 
 #: Key under which envs (PettingZoo classic, OpenSpiel adapters) keep the legal-action mask.
 ACTION_MASK_KEY = "action_mask"
+
+
+def raw_action_mask(observation: Any, info: Optional[Mapping[str, Any]] = None) -> Any:
+    """Return the agent's action mask as the env gave it (obs first, then info), or None.
+
+    The one place that knows where masks live; :func:`find_action_mask` adds
+    the conversion to an ``int8`` array.
+
+    Example:
+        >>> raw_action_mask({"observation": 0, "action_mask": [1, 0]})
+        [1, 0]
+        >>> raw_action_mask(0, {"action_mask": (1, 1)})
+        (1, 1)
+    """
+    if type(observation) is dict or isinstance(observation, Mapping):
+        mask = observation.get(ACTION_MASK_KEY)
+        if mask is not None:
+            return mask
+    if isinstance(info, Mapping):
+        return info.get(ACTION_MASK_KEY)
+    return None
 
 
 def find_action_mask(observation: Any, info: Optional[Mapping[str, Any]] = None) -> Optional[np.ndarray]:
@@ -51,11 +73,7 @@ def find_action_mask(observation: Any, info: Optional[Mapping[str, Any]] = None)
         >>> find_action_mask(0) is None
         True
     """
-    mask = None
-    if isinstance(observation, Mapping) and ACTION_MASK_KEY in observation:
-        mask = observation[ACTION_MASK_KEY]
-    elif isinstance(info, Mapping) and ACTION_MASK_KEY in info:
-        mask = info[ACTION_MASK_KEY]
+    mask = raw_action_mask(observation, info)
     if mask is None:
         return None
     return np.asarray(mask).astype(np.int8, copy=False)
@@ -67,6 +85,9 @@ def why_not_in_space(space: gym.Space, value: Any) -> Optional[str]:
     The reason names the first problem found: a wrong type or dtype, a wrong
     shape, a value out of bounds, or a missing or unknown key in a Dict.
     """
+    if isinstance(space, gym.spaces.Discrete) and isinstance(value, (bool, np.bool_)):
+        # gymnasium's contains takes True as 1; an action or observation is no bool.
+        return f"{value!r} is a bool, not an integer in [{space.start}, {space.start + space.n - 1}]"
     array_space = (gym.spaces.Box, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
     if isinstance(space, array_space) and not isinstance(value, (np.ndarray, np.generic)):
         # gymnasium would cast a list silently (with a warning); the contract wants the dtype.

@@ -14,7 +14,8 @@ Example:
 """
 
 from marlhub.conformance.report import Finding, Report, Reproducer
-from marlhub.conformance.rules import RULES, Rule
 from marlhub.conformance.suite import assert_conforms, check
+from marlhub.contract import rules  # noqa: F401  (marlhub.conformance.rules, as in 0.1.0)
+from marlhub.contract.rules import RULES, Rule
 
 __all__ = ["RULES", "Finding", "Report", "Reproducer", "Rule", "assert_conforms", "check"]

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Optional
 
-from marlhub.conformance import rules
+from marlhub.contract import rules
 
 __all__ = [
     "EnvTimeout",

@@ -3,7 +3,7 @@
 For each episode the driver resets with ``seed + episode``, sends one random
 legal action (action masks honoured, from the obs dict or from infos) for each
 actor, records every transition and runs the per-transition checks of
-:mod:`marlhub.conformance.checks` on it. It then replays the episode with the
+:mod:`marlhub.contract.checks` on it. It then replays the episode with the
 same seed and actions to check reproducibility. Once per target it checks the
 spaces, the ``reset`` signature, and what ``step`` does after the episode has
 ended (and, when it can build a fresh env, before any reset).
@@ -24,7 +24,6 @@ from typing import Any, Optional
 
 import gymnasium as gym
 
-from marlhub.conformance import rules
 from marlhub.conformance.calls import (
     EnvTimeout,
     Malformed,
@@ -35,9 +34,10 @@ from marlhub.conformance.calls import (
     unpack_reset,
     unpack_step,
 )
-from marlhub.conformance.checks import TRANSITION_CHECKS, SpaceCache, Transition
-from marlhub.conformance.equivalence import why_different
 from marlhub.conformance.report import Finding, Report, Reproducer
+from marlhub.contract import rules
+from marlhub.contract.checks import TRANSITION_CHECKS, SpaceCache, Transition
+from marlhub.contract.compare import why_different
 from marlhub.spaces import ActionSampler, find_action_mask
 
 __all__ = ["CheckOptions", "Driver"]

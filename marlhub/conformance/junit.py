@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from marlhub.conformance.report import Report
-from marlhub.conformance.rules import EQUIV_RETURNS, EQUIV_TRAJECTORY, RULES
+from marlhub.contract.rules import EQUIV_RETURNS, EQUIV_TRAJECTORY, RULES
 
 __all__ = ["junit_xml"]
 

@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Optional
 
-from marlhub.conformance import rules
 from marlhub.conformance.report import Finding, Report
 from marlhub.conformance.suite import DEFAULT_MAX_STEPS, check
+from marlhub.contract import rules
 
 __all__ = ["CheckSettings", "Outcome", "run_targets"]
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from marlhub.conformance import rules
 from marlhub.conformance.calls import EnvTimeout, time_limit
 from marlhub.conformance.driver import CheckOptions, Driver
 from marlhub.conformance.report import Finding, Report
 from marlhub.conformance.targets import resolve_target
+from marlhub.contract import rules
 from marlhub.registry import EnvContext, Registry, default_registry
 from marlhub.registry.ids import split_id
 

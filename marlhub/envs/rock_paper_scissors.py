@@ -33,15 +33,10 @@ from typing import Any, Optional
 
 import gymnasium as gym
 
+from marlhub.context import check_config, check_int
 from marlhub.core import ALL, MultiAgentDict, MultiAgentEnv, ResetResult, StepResult
-from marlhub.envs._validate import (
-    EPISODE_OVER,
-    NOT_RESET,
-    check_actions,
-    check_config,
-    check_int,
-    require_running,
-)
+from marlhub.episode.actions import check_action_dict
+from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
 
 __all__ = ["RockPaperScissors"]
 
@@ -129,7 +124,7 @@ class RockPaperScissors(MultiAgentEnv):
             ActionError: an action missing, for an unknown agent, or outside Discrete(3).
         """
         require_running(type(self).__name__, self._cannot_step)
-        actions = check_actions(
+        actions = check_action_dict(
             type(self).__name__,
             action_dict,
             actors=self.agents,

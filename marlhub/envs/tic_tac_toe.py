@@ -44,15 +44,10 @@ from typing import Any, Optional, cast
 import gymnasium as gym
 import numpy as np
 
+from marlhub.context import check_config, check_int
 from marlhub.core import ALL, MultiAgentDict, MultiAgentEnv, ResetResult, StepResult
-from marlhub.envs._validate import (
-    EPISODE_OVER,
-    NOT_RESET,
-    check_actions,
-    check_config,
-    check_int,
-    require_running,
-)
+from marlhub.episode.actions import check_action_dict
+from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
 
 __all__ = ["TicTacToe"]
 
@@ -130,7 +125,7 @@ class TicTacToe(MultiAgentEnv):
         """
         require_running(type(self).__name__, self._cannot_step)
         mover = cast(str, self.current_player)
-        actions = check_actions(
+        actions = check_action_dict(
             type(self).__name__,
             action_dict,
             actors=[mover],

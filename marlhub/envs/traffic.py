@@ -47,15 +47,17 @@ from typing import Any, Optional
 import gymnasium as gym
 import numpy as np
 
-from marlhub.core import ALL, AgentID, MultiAgentDict, MultiAgentEnv, ResetResult, StepResult
-from marlhub.envs._validate import (
-    EPISODE_OVER,
-    NOT_RESET,
-    check_actions,
-    check_config,
-    check_int,
-    require_running,
+from marlhub.context import check_config, check_int
+from marlhub.core import (
+    ALL,
+    AgentID,
+    MultiAgentDict,
+    MultiAgentEnv,
+    ResetResult,
+    StepResult,
 )
+from marlhub.episode.actions import check_action_dict
+from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
 
 __all__ = ["Traffic"]
 
@@ -155,7 +157,7 @@ class Traffic(MultiAgentEnv):
                 does not act now (or does not exist), or an action outside its space.
         """
         require_running(type(self).__name__, self._cannot_step)
-        actions = check_actions(
+        actions = check_action_dict(
             type(self).__name__,
             action_dict,
             actors=self._actors,

@@ -20,7 +20,8 @@ Example:
 
 from __future__ import annotations
 
-from marlhub.registry.context import EnvContext
+from marlhub.adapters.family import Family
+from marlhub.context import EnvContext
 from marlhub.registry.default import (
     create_default_registry,
     default_registry,
@@ -29,7 +30,7 @@ from marlhub.registry.default import (
     registered,
 )
 from marlhub.registry.entry_points import ENTRY_POINT_GROUP
-from marlhub.registry.family import Family
+from marlhub.registry.ray import register_with_ray
 from marlhub.registry.registry import Registry
 from marlhub.registry.spec import EnvSpec, Listing, RegistryProblem
 
@@ -45,5 +46,6 @@ __all__ = [
     "default_registry",
     "make",
     "register_env",
+    "register_with_ray",
     "registered",
 ]

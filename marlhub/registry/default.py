@@ -2,7 +2,7 @@
 
 It is built on first use, not at import: the built-in envs of
 :data:`marlhub.envs.BUILTIN_ENVS` are registered by plain name, the built-in
-families of :data:`marlhub.registry.families.BUILTIN_FAMILIES` are
+families named in :data:`marlhub.adapters.apis.APIS` are
 instantiated (their backends are imported only when one of their ids is
 used), and entry points of the group ``marlhub.envs`` are discovered on the
 first look-up that needs them. A built-in family whose module fails to import
@@ -24,6 +24,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
+from marlhub.adapters.apis import BUILTIN_FAMILIES
+from marlhub.envs import BUILTIN_ENVS
 from marlhub.registry.entry_points import ENTRY_POINT_GROUP
 from marlhub.registry.registry import Registry
 from marlhub.registry.spec import EnvSpec, RegistryProblem
@@ -45,14 +47,11 @@ def create_default_registry(*, entry_point_group: Optional[str] = ENTRY_POINT_GR
         >>> registry.registered("r*", families=False)
         ['rock_paper_scissors']
     """
-    from marlhub.envs import BUILTIN_ENVS
-    from marlhub.registry.families import BUILTIN_FAMILIES
-
     registry = Registry(entry_point_group=entry_point_group)
     for name, (env_class, description) in BUILTIN_ENVS.items():
         registry.register(name, env_class, description=description)
     for module_name, class_name in BUILTIN_FAMILIES:
-        family_name = module_name.rsplit(".", 1)[-1]
+        family_name = module_name.rsplit(".", 2)[-2]
         try:
             family = getattr(importlib.import_module(module_name), class_name)()
         except Exception as exc:  # one broken built-in family must not take the others down

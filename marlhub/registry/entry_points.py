@@ -2,7 +2,7 @@
 
 The convention: each entry point's **name is the env id** and its **value is
 ``module:attr``** naming a creator, i.e. an env class or a function that takes
-the config (an :class:`~marlhub.registry.context.EnvContext`, a dict) and
+the config (an :class:`~marlhub.context.EnvContext`, a dict) and
 returns an env of any supported API. A third-party package declares, in its
 ``pyproject.toml``::
 

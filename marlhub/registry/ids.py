@@ -2,7 +2,7 @@
 
 An id is a plain ``name`` (``"traffic"``) or ``prefix/rest``
 (``"openspiel/kuhn_poker(players=3)"``). The prefix is everything before the
-first slash; when a :class:`~marlhub.registry.family.Family` of that name is
+first slash; when a :class:`~marlhub.adapters.family.Family` of that name is
 registered it owns every id under it.
 
 Registered names (plain or with slashes) must be non-empty strings without

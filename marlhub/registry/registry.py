@@ -9,7 +9,7 @@ How an id is resolved by :meth:`Registry.make`, first match wins:
    discovered once, on first need, and imported when its id is made.
 
 Creators follow RLlib: ``creator(config)`` where ``config`` is an
-:class:`~marlhub.registry.context.EnvContext`; a creator that takes no positional
+:class:`~marlhub.context.EnvContext`; a creator that takes no positional
 argument (an env class without constructor arguments) is called without it and
 accepts no config keys. What a creator returns goes through
 :func:`marlhub.adapters.to_hub`, so it may return an env of any supported API.
@@ -35,7 +35,9 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any, Callable, Optional, cast
 
-from marlhub.adapters import to_hub
+from marlhub.adapters.apis import convert, to_hub
+from marlhub.adapters.family import Family
+from marlhub.context import EnvContext
 from marlhub.errors import (
     ConfigError,
     EntryPointError,
@@ -48,10 +50,13 @@ from marlhub.errors import (
     UnknownEnvError,
     closest,
 )
-from marlhub.registry.context import EnvContext
 from marlhub.registry.entry_points import EntryPointEnv, discover
-from marlhub.registry.family import Family
-from marlhub.registry.ids import pattern_reaches, split_id, validate_family_name, validate_name
+from marlhub.registry.ids import (
+    pattern_reaches,
+    split_id,
+    validate_family_name,
+    validate_name,
+)
 from marlhub.registry.spec import EnvSpec, Listing, RegistryProblem
 
 __all__ = ["Registry"]
@@ -138,7 +143,7 @@ class Registry:
 
         Raises:
             EnvRegistrationError: ``family`` does not follow the
-                :class:`~marlhub.registry.family.Family` protocol, its name is
+                :class:`~marlhub.adapters.family.Family` protocol, its name is
                 malformed or taken (without ``overwrite=True``), or ids are
                 already registered under its prefix.
         """
@@ -148,7 +153,7 @@ class Registry:
                 str(name),
                 f"{type(family).__name__} does not follow the Family protocol "
                 "(attributes name and description, methods ids() and make(rest, config))",
-                "See marlhub.registry.family.Family.",
+                "See marlhub.adapters.family.Family.",
             )
         name = validate_family_name(name)  # the same object, now known to be a str
         with self._lock:
@@ -283,7 +288,7 @@ class Registry:
         Args:
             env_id: a registered name, ``family/rest``, or an entry point's name.
             config: the env's config; a dict becomes an
-                :class:`~marlhub.registry.context.EnvContext` (copied, never
+                :class:`~marlhub.context.EnvContext` (copied, never
                 mutated); an ``EnvContext`` keeps its worker attributes.
             to: the API to hand the env out in (see :func:`marlhub.convert`);
                 None for the hub.
@@ -332,8 +337,6 @@ class Registry:
             ) from exc
         if to is None and not convert_options:
             return hub
-        from marlhub.convert import convert
-
         return convert(hub, to=to or "marlhub", **convert_options)
 
     def _unknown(self, env_id: str) -> UnknownEnvError:

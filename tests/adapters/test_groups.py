@@ -12,7 +12,7 @@ from gymnasium.spaces import Dict, Discrete, MultiDiscrete, Tuple
 from gymnasium.utils.env_checker import check_env
 
 from marlhub import ALL, MarlhubWarning, MultiAgentEnv
-from marlhub.adapters.groups import (
+from marlhub.wrappers.groups import (
     GROUP_INFO,
     GROUP_REWARDS,
     INDIVIDUAL_REWARDS,

@@ -20,7 +20,7 @@ from marlhub.adapters.gymnasium import (
     to_gymnasium,
 )
 from marlhub.conformance import check
-from marlhub.conformance.rules import EQUIV_TRAJECTORY
+from marlhub.contract.rules import EQUIV_TRAJECTORY
 from marlhub.envs import RockPaperScissors
 from marlhub.errors import (
     ActionError,
@@ -31,7 +31,7 @@ from marlhub.errors import (
     UnknownEnvError,
 )
 from marlhub.registry import EnvContext, Registry
-from marlhub.registry.families.gymnasium import GymnasiumFamily
+from marlhub.adapters.gymnasium.family import GymnasiumFamily
 
 
 class StatelessCartPole(CartPoleEnv):

@@ -10,7 +10,7 @@ from marlhub.adapters.openspiel import OpenSpielEnv  # noqa: E402
 from marlhub.conformance import check  # noqa: E402
 from marlhub.errors import ConfigError, UnknownEnvError  # noqa: E402
 from marlhub.registry import EnvContext, Registry  # noqa: E402
-from marlhub.registry.families.openspiel import (  # noqa: E402
+from marlhub.adapters.openspiel.family import (  # noqa: E402
     PARAMETERISED_EXAMPLES,
     OpenSpielFamily,
 )

@@ -14,7 +14,7 @@ from marlhub.adapters.openspiel import (  # noqa: E402
     compare_with_native,
     from_openspiel,
 )
-from marlhub.conformance.rules import EQUIV_RETURNS, EQUIV_TRAJECTORY  # noqa: E402
+from marlhub.contract.rules import EQUIV_RETURNS, EQUIV_TRAJECTORY  # noqa: E402
 
 
 @pytest.mark.parametrize(

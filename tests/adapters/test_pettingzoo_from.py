@@ -17,7 +17,7 @@ from pettingzoo.env_registry.exceptions import FailedToImport  # noqa: E402
 from pettingzoo.utils.wrappers import BaseWrapper  # noqa: E402
 
 from marlhub.adapters import to_hub  # noqa: E402
-from marlhub.adapters._pettingzoo_from import state_holder  # noqa: E402
+from marlhub.adapters.pettingzoo.adapter import state_holder  # noqa: E402
 from marlhub.adapters.pettingzoo import (  # noqa: E402
     ParallelPettingZooEnv,
     PettingZooEnv,

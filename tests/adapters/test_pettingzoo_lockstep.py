@@ -13,7 +13,7 @@ from marlhub.adapters.pettingzoo import (  # noqa: E402
     PettingZooEnv,
     compare_with_native,
 )
-from marlhub.conformance.rules import EQUIV_RETURNS, EQUIV_TRAJECTORY  # noqa: E402
+from marlhub.contract.rules import EQUIV_RETURNS, EQUIV_TRAJECTORY  # noqa: E402
 from marlhub.core import ALL  # noqa: E402
 from tests.adapters.test_pettingzoo_custom_envs import Herd, Relay  # noqa: E402
 

@@ -387,7 +387,7 @@ def test_render_close_and_state_pass_through() -> None:
 
 def test_missing_pettingzoo_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pettingzoo", None)
-    monkeypatch.delitem(sys.modules, "marlhub.adapters._pettingzoo_to", raising=False)
+    monkeypatch.delitem(sys.modules, "marlhub.adapters.pettingzoo.view", raising=False)
     with pytest.raises(MissingDependencyError, match=r"pip install 'marlhub\[pettingzoo\]'"):
         to_pettingzoo(RockPaperScissors())
 

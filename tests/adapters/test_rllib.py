@@ -24,7 +24,7 @@ from marlhub.adapters.rllib import (  # noqa: E402
     register_with_ray,
     to_rllib,
 )
-from marlhub.conformance.equivalence import why_different  # noqa: E402
+from marlhub.contract.compare import why_different  # noqa: E402
 from marlhub.core import ALL, MultiAgentEnv  # noqa: E402
 from marlhub.envs import RockPaperScissors, TicTacToe, Traffic  # noqa: E402
 from marlhub.errors import ActionError, EnvContractError, UnknownEnvError  # noqa: E402

@@ -109,7 +109,7 @@ class Counting:
 @pytest.mark.parametrize(
     ("actions", "error"),
     [
-        ({"x": 1}, ("Bad action for 'x': got 1, expected a legal action: action 1 is masked "
+        ({"x": 1}, ("Bad action for 'x': got 1, expected an action in Discrete\\(3\\) \\(action 1 is masked "
                     "out; legal actions are \\[0, 2\\]")),
         ({"x": 7}, "Bad action for 'x': got 7"),
         ({"x": 0, "y": 0}, "'y' is not an agent of Counting"),

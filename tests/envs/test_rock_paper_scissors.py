@@ -8,7 +8,7 @@ import pytest
 from marlhub.core import ALL
 from marlhub.envs import RockPaperScissors
 from marlhub.errors import ActionError, ConfigError, ResetNeededError
-from marlhub.registry.context import EnvContext
+from marlhub.context import EnvContext
 
 ROCK, PAPER, SCISSORS = RockPaperScissors.ROCK, RockPaperScissors.PAPER, RockPaperScissors.SCISSORS
 

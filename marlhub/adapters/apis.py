@@ -1,0 +1,228 @@
+"""The table of foreign APIs: how each is detected, converted both ways, catalogued and installed.
+
+Everything that needs to know which APIs exist reads :data:`APIS`:
+:func:`to_hub` (detection, in table order), :func:`marlhub.convert` (the
+targets), the default registry (the families) and error messages (the
+descriptions and extras). Entries name modules and functions as strings, so
+reading the table imports no backend. A new foreign API is one folder under
+``marlhub/adapters/`` and one row here (see CONTRIBUTING.md).
+
+Example:
+    >>> [api.name for api in APIS]
+    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium']
+    >>> sorted(TARGETS)
+    ['gymnasium', 'marlhub', 'openspiel', 'pettingzoo.aec', 'pettingzoo.parallel', 'rllib']
+    >>> from marlhub.envs import RockPaperScissors
+    >>> env = RockPaperScissors()
+    >>> to_hub(env) is env
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from marlhub.core import MultiAgentEnv, is_multi_agent_env, missing_protocol_members
+from marlhub.errors import ProtocolError
+
+__all__ = [
+    "APIS",
+    "BUILTIN_FAMILIES",
+    "TARGETS",
+    "Api",
+    "Target",
+    "api_named",
+    "convert",
+    "to_hub",
+]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One API an env can be converted to: ``package.function(hub_env, **fixed, **options)``."""
+
+    package: str
+    function: str
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+
+    def converter(self) -> Callable[..., Any]:
+        """Return the converter function (imports its adapter package, not its backend)."""
+        return getattr(importlib.import_module(self.package), self.function)
+
+
+@dataclass(frozen=True)
+class Api:
+    """One foreign env API and everything marlhub knows of it.
+
+    Attributes:
+        name: the API's short name (``"pettingzoo"``), also its folder's name.
+        describes: what its envs are, for error messages.
+        detect: the package's ``is_x(obj) -> bool``; it looks at the object's
+            type and imports no backend.
+        into_hub: the package's ``from_x(native, **options) -> hub env``.
+        targets: target name -> function turning a hub env into this API.
+        family: ``"module:Class"`` of its registry family, if it has a catalogue.
+        extra: the pip extra that installs its backend (``marlhub[extra]``).
+        backend: the backend's top-level package.
+    """
+
+    name: str
+    describes: str
+    detect: str
+    into_hub: str
+    targets: Mapping[str, str | tuple[str, Mapping[str, Any]]]
+    family: Optional[str]
+    extra: str
+    backend: str
+
+    @property
+    def package(self) -> str:
+        """The adapter package, ``marlhub.adapters.<name>``."""
+        return f"marlhub.adapters.{self.name}"
+
+    def function(self, name: str) -> Callable[..., Any]:
+        """Return ``name`` from the adapter package."""
+        return getattr(importlib.import_module(self.package), name)
+
+    def detects(self, obj: Any) -> bool:
+        """Tell whether ``obj`` is an env of this API."""
+        return bool(self.function(self.detect)(obj))
+
+    def target(self, target: str) -> Target:
+        """Return the conversion to ``target``, one of :attr:`targets`."""
+        spec = self.targets[target]
+        function, fixed = (spec, {}) if isinstance(spec, str) else spec
+        return Target(self.package, function, fixed)
+
+
+#: Every foreign API, in the order :func:`to_hub` tries them: a PettingZoo env
+#: has reset/step/possible_agents too, and an RLlib view is a Gymnasium env.
+APIS: tuple[Api, ...] = (
+    Api(
+        name="pettingzoo",
+        describes="a PettingZoo AEC or parallel env",
+        detect="is_pettingzoo_env",
+        into_hub="from_pettingzoo",
+        targets={
+            "pettingzoo.aec": ("to_pettingzoo", {"api": "aec"}),
+            "pettingzoo.parallel": ("to_pettingzoo", {"api": "parallel"}),
+        },
+        family="marlhub.adapters.pettingzoo.family:PettingZooFamily",
+        extra="pettingzoo",
+        backend="pettingzoo",
+    ),
+    Api(
+        name="openspiel",
+        describes="an OpenSpiel game or state",
+        detect="is_openspiel_object",
+        into_hub="from_openspiel",
+        targets={"openspiel": "to_openspiel"},
+        family="marlhub.adapters.openspiel.family:OpenSpielFamily",
+        extra="openspiel",
+        backend="pyspiel",
+    ),
+    Api(
+        name="rllib",
+        # Only marlhub's own RLlib views are unwrapped; other RLlib envs are hub
+        # envs by duck typing and reach the conformance suite unrepaired.
+        describes="an RLlib MultiAgentEnv",
+        detect="is_rllib_view_of_hub",
+        into_hub="from_rllib",
+        targets={"rllib": "to_rllib"},
+        family=None,
+        extra="rllib",
+        backend="ray",
+    ),
+    Api(
+        name="gymnasium",
+        describes="a single-agent Gymnasium env",
+        detect="is_gymnasium_env",
+        into_hub="from_gymnasium",
+        targets={"gymnasium": "to_gymnasium"},
+        family="marlhub.adapters.gymnasium.family:GymnasiumFamily",
+        extra="gymnasium",
+        backend="gymnasium",
+    ),
+)
+
+#: Target name -> conversion; ``"marlhub"`` (the hub itself) maps to None.
+TARGETS: dict[str, Optional[Target]] = {
+    "marlhub": None,
+    **{name: api.target(name) for api in APIS for name in api.targets},
+}
+
+
+#: ``(module, class name)`` of every API's registry family, which the default registry
+#: instantiates (their backends are imported only when one of their ids is used).
+BUILTIN_FAMILIES: list[tuple[str, str]] = [
+    (api.family.split(":")[0], api.family.split(":")[1]) for api in APIS if api.family
+]
+
+
+def api_named(name: str) -> Api:
+    """Return the row of the API called ``name``.
+
+    Raises:
+        KeyError: no API has that name.
+    """
+    for api in APIS:
+        if api.name == name:
+            return api
+    raise KeyError(f"no foreign API is called {name!r}; the APIs are {[a.name for a in APIS]}")
+
+
+def to_hub(obj: Any, **options: Any) -> Any:
+    """Return ``obj`` as a hub env: itself if it follows the protocol, else adapted.
+
+    Args:
+        obj: a hub env, an RLlib ``MultiAgentEnv``, or an env of an API in :data:`APIS`.
+        options: passed to the adapter's ``from_x`` when one is needed.
+
+    Raises:
+        ProtocolError: ``obj`` is of no kind marlhub can adapt.
+    """
+    if isinstance(obj, MultiAgentEnv):
+        return obj
+    for api in APIS:
+        if api.detects(obj):
+            return api.function(api.into_hub)(obj, **options)
+    if is_multi_agent_env(obj):
+        return obj
+    kinds = ", ".join(api.describes for api in APIS)
+    raise ProtocolError(
+        obj, missing_protocol_members(obj),
+        expected=f"a MultiAgentEnv or an env of a supported API ({kinds})",
+    )
+
+
+def convert(env: Any, to: str = "marlhub", **options: Any) -> Any:
+    """Return ``env`` in the API named by ``to``, going through the hub.
+
+    Args:
+        env: an env of any supported API (see the module docstring).
+        to: ``"marlhub"``, ``"pettingzoo.aec"``, ``"pettingzoo.parallel"``,
+            ``"openspiel"``, ``"gymnasium"`` or ``"rllib"`` (Ray needed).
+        options: passed to the target's converter (``to_gymnasium(agent_id=...)``,
+            ``to_openspiel(short_name=...)``, ``to_pettingzoo(turn_based=...)``).
+
+    Raises:
+        ValueError: ``to`` names no supported API.
+        ProtocolError: ``env`` is of no supported kind (the message lists them).
+        MissingDependencyError: the target's backend is not installed.
+    """
+    if to not in TARGETS:
+        supported = ", ".join(repr(t) for t in TARGETS)
+        raise ValueError(
+            f"Cannot convert to {to!r}: the supported targets are {supported}; pass one of them "
+            "as `to`."
+        )
+    hub = to_hub(env)
+    target = TARGETS[to]
+    if target is None:
+        if options:
+            raise TypeError(f"convert(..., to='marlhub') takes no options, got {sorted(options)}.")
+        return hub
+    return target.converter()(hub, **target.fixed, **options)

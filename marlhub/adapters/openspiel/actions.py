@@ -1,0 +1,187 @@
+"""Options and action checks of the OpenSpiel adapter (:class:`OpenSpielEnv`'s mixin).
+
+Every malformed action dict is an :class:`~marlhub.errors.ActionError` that
+leaves the state as it was; a legal-looking but masked-out action follows the
+env's ``illegal_action`` mode.
+
+Example:
+    >>> make_ids(None, "names", 2), make_ids(None, "int", 2)
+    (['player_0', 'player_1'], [0, 1])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+import numpy as np
+
+from marlhub.adapters.openspiel.games import game_string
+from marlhub.core import COMMON, MultiAgentDict, StepResult
+from marlhub.errors import ActionError, ConfigError
+
+__all__ = ["ILLEGAL_ACTION_MODES", "ActionChecks", "check_options", "make_ids"]
+
+#: Values of the ``illegal_action`` option.
+ILLEGAL_ACTION_MODES = ("raise", "substitute", "terminate")
+
+
+def check_options(game: Any, action_mask: str, max_steps: Any, illegal_action: str) -> None:
+    """Raise :class:`~marlhub.errors.ConfigError` for a bad adapter option."""
+    label = game_string(game)
+    if action_mask not in ("obs", "info"):
+        raise ConfigError(label, f"action_mask={action_mask!r} is not 'obs' or 'info'",
+                          fix="Use action_mask='obs' (inside a Dict observation) or 'info'.")
+    if max_steps is not None and (
+        isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer))
+        or max_steps < 1
+    ):
+        raise ConfigError(label, f"max_steps={max_steps!r} is not a positive integer",
+                          fix="Pass a positive int, or None to play every game to its end.")
+    if illegal_action not in ILLEGAL_ACTION_MODES:
+        raise ConfigError(
+            label, f"illegal_action={illegal_action!r} is not a known mode",
+            fix=f"Use one of {', '.join(repr(m) for m in ILLEGAL_ACTION_MODES)}.",
+        )
+
+
+def make_ids(game: Any, agent_ids: Union[str, Sequence[Any]], n: int) -> list[Any]:
+    """Return the agent id of each of the ``n`` players (see ``OpenSpielEnv``'s ``agent_ids``)."""
+    if agent_ids == "int":
+        return list(range(n))
+    if agent_ids == "names":
+        spec = getattr(game, "spec", None)  # a game made by to_openspiel
+        original = list(getattr(spec, "agents", ()))
+        if len(original) == n and len(set(map(repr, original))) == n:
+            return original
+        return [f"player_{p}" for p in range(n)]
+    if isinstance(agent_ids, str) or not isinstance(agent_ids, Sequence):
+        raise ConfigError(
+            game_string(game), f"agent_ids={agent_ids!r} is not 'int', 'names' or a sequence",
+            fix=f"Pass 'int', 'names' or a list of {n} distinct hashable ids.",
+        )
+    ids = list(agent_ids)
+    if len(ids) != n or len(set(ids)) != n:
+        raise ConfigError(
+            game_string(game),
+            f"agent_ids has {len(ids)} ids ({len(set(ids))} distinct) for {n} players",
+            fix=f"Pass exactly {n} distinct ids, one per player in player order.",
+        )
+    return ids
+
+
+class ActionChecks:
+    """Validation of action dicts and the illegal-action modes, for :class:`OpenSpielEnv`.
+
+    Relies on the env's ``_ids``, ``_player_of``, ``_masks``, ``_state``,
+    ``num_actions``, ``illegal_action``, ``illegal_reward``, ``np_random``,
+    ``actors`` and ``_observe_all``.
+    """
+
+    _ids: list[Any]
+    _player_of: dict[Any, int]
+    _masks: dict[int, np.ndarray]
+    _state: Any
+    _steps: int
+    num_actions: int
+    illegal_action: str
+    illegal_reward: float
+    np_random: np.random.Generator
+
+    if TYPE_CHECKING:  # OpenSpielEnv defines it as a read-only property
+
+        @property
+        def actors(self) -> list[Any]: ...
+
+    def _observe_all(self, infos: MultiAgentDict) -> MultiAgentDict:
+        raise NotImplementedError
+
+    def _flags(self, value: bool) -> dict[Any, bool]:
+        raise NotImplementedError
+
+    def _raise_bad_keys(self, action_dict: Any) -> None:
+        expected = self.actors
+        if not isinstance(action_dict, Mapping):
+            raise ActionError(
+                None, action_dict,
+                expected=f"a dict mapping each actor ({expected!r}) to its action",
+            )
+        extra = [a for a in action_dict if a not in expected]
+        if extra:
+            agent = extra[0]
+            who = "not an agent of this game" if agent not in self._player_of else "not to move now"
+            raise ActionError(
+                agent, action_dict[agent],
+                expected=f"actions only for {expected!r} ({agent!r} is {who})",
+                fix="Send actions only for the agents in the last observation dict.",
+            )
+        missing = [a for a in expected if a not in action_dict]
+        raise ActionError(
+            missing[0], "no action",
+            expected=f"an action for every actor: {expected!r}",
+            fix="Send one action for each agent in the last observation dict.",
+        )
+
+    def _as_action(self, aid: Any, action: Any) -> int:
+        if type(action) is int:
+            value = action
+        elif isinstance(action, np.integer) or (
+            isinstance(action, np.ndarray) and action.shape in ((), (1,))
+            and action.dtype.kind in "iu"
+        ):
+            value = int(action.item() if isinstance(action, np.ndarray) else action)
+        else:
+            raise ActionError(
+                aid, action,
+                expected=f"an integer action in [0, {self.num_actions - 1}] (Discrete("
+                f"{self.num_actions})), not {type(action).__name__}",
+            )
+        if not 0 <= value < self.num_actions:
+            raise ActionError(
+                aid, action,
+                expected=f"an integer action in [0, {self.num_actions - 1}] "
+                f"(Discrete({self.num_actions}))",
+            )
+        return value
+
+    def _legal_text(self, player: int, limit: int = 20) -> str:
+        legal = [int(a) for a in np.flatnonzero(self._masks[player])]
+        shown = []
+        for a in legal[:limit]:
+            try:
+                shown.append(f"{a} ({self._state.action_to_string(player, a)})")
+            except Exception:  # a game without action strings
+                shown.append(str(a))
+        more = f", ... ({len(legal) - limit} more)" if len(legal) > limit else ""
+        return "[" + ", ".join(shown) + more + "]"
+
+    def _handle_illegal(
+        self, chosen: dict[int, int], illegal: Optional[dict[int, int]] = None
+    ) -> tuple[Optional[dict[int, int]], dict[int, int]]:
+        illegal = chosen if illegal is None else illegal
+        if self.illegal_action == "raise":
+            player, action = next(iter(illegal.items()))
+            raise ActionError(
+                self._ids[player], action,
+                expected=f"a legal action; the legal ones are {self._legal_text(player)}",
+                fix="Choose an action whose entry in the action mask is 1; the state was not "
+                "changed.",
+            )
+        if self.illegal_action == "terminate":
+            return None, dict(illegal)
+        chosen = dict(chosen)
+        for p in illegal:
+            legal = np.flatnonzero(self._masks[p])
+            chosen[p] = int(legal[self.np_random.integers(legal.size)])
+        return chosen, dict(illegal)
+
+    def _terminate_illegal(self, offenders: dict[int, int]) -> StepResult:
+        self._steps += 1
+        rewards = {aid: 0.0 for aid in self._ids}
+        for p in offenders:
+            rewards[self._ids[p]] = self.illegal_reward
+        infos: MultiAgentDict = {
+            COMMON: {"illegal_actions": {self._ids[p]: a for p, a in offenders.items()}}
+        }
+        obs = self._observe_all(infos)
+        return obs, rewards, self._flags(True), self._flags(False), infos

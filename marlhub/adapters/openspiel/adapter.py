@@ -1,0 +1,510 @@
+"""OpenSpiel -> hub: any ``pyspiel`` game played as a dict-based multi-agent env.
+
+See :class:`OpenSpielEnv` for the semantics; :func:`marlhub.adapters.openspiel.from_openspiel`
+is the usual way in.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional, Union
+
+import gymnasium as gym
+import numpy as np
+
+from marlhub.adapters.openspiel.actions import (
+    ILLEGAL_ACTION_MODES,
+    ActionChecks,
+    check_options,
+    make_ids,
+)
+from marlhub.adapters.openspiel.games import (
+    describe_game,
+    game_string,
+    import_pyspiel,
+    is_mean_field,
+    load_game,
+)
+from marlhub.adapters.openspiel.observation import Observer
+from marlhub.core import (
+    ALL,
+    COMMON,
+    MultiAgentDict,
+    MultiAgentEnv,
+    ResetResult,
+    StepResult,
+)
+from marlhub.errors import ConfigError, EnvContractError, ResetNeededError
+
+__all__ = ["ILLEGAL_ACTION_MODES", "OpenSpielEnv"]
+
+_DEFAULT_PENALTY = {"substitute": -0.1, "terminate": -1.0}
+
+_SIMULTANEOUS = -2
+_TERMINAL = -4
+
+
+class OpenSpielEnv(ActionChecks, MultiAgentEnv):
+    """An OpenSpiel game as a hub env (also RLlib's ``OpenSpielEnv``, import-compatible).
+
+    Every player is an agent for the whole episode. Chance nodes are resolved
+    with the env's seeded ``np_random``, so ``reset(seed=s)`` and the same actions
+    replay the same episode. At a sequential node the player to move is the one
+    actor; at a simultaneous node every player with a legal action acts, and the
+    joint action is applied with ``apply_actions``. Each step's reward is the
+    change in ``state.returns()`` since it was last reported, so each agent's
+    rewards sum to the game's returns, whatever the game's reward model. At the
+    end every agent gets its final observation and reward.
+
+    Constructed directly, the layout is RLlib's (integer agent ids, the bare
+    observation, the mask in ``infos[agent]["action_mask"]``);
+    :func:`~marlhub.adapters.openspiel.from_openspiel` gives the hub layout
+    (``player_0``..., ``Dict(observation=..., action_mask=...)``). Unlike RLlib's
+    wrapper, rewards are per-step (not the cumulative returns every step), the
+    seed is honoured and illegal actions raise.
+
+    Args:
+        env: a ``pyspiel.Game``, a game name or string (``"leduc_poker"``,
+            ``"kuhn_poker(players=3)"``), or a ``pyspiel.State`` to start every
+            episode from (a clone of it).
+        params: game parameters (with a name or string; they override the string's).
+        observation: ``"auto"`` (observation tensor, else information state
+            tensor, else a string), ``"observation_tensor"``,
+            ``"information_state_tensor"``, ``"string"``, ``"observation_string"``
+            or ``"information_state_string"``.
+        agent_ids: ``"int"`` (0..n-1, RLlib's), ``"names"`` (``player_0``...; for a
+            game made by ``to_openspiel``, the original env's agent ids) or a
+            sequence of n ids.
+        action_mask: ``"info"`` puts the legal-action mask in the agent's infos;
+            ``"obs"`` makes each observation ``{"observation": ..., "action_mask": ...}``.
+        max_steps: truncate the episode after this many ``step`` calls (every
+            call counts; chance nodes do not). None: play to the game's end.
+        illegal_action: what a legal-looking but masked-out action does:
+            ``"raise"`` an :class:`~marlhub.errors.ActionError` listing the legal
+            actions (state unchanged); ``"substitute"`` a random legal action and
+            add ``illegal_reward`` to the agent's reward (RLlib's wrapper); or
+            ``"terminate"`` the episode, the offender getting ``illegal_reward``
+            (PettingZoo's ``TerminateIllegalWrapper``). With penalties, summed
+            rewards no longer equal the game's returns.
+        illegal_reward: the penalty; defaults to -0.1 (substitute) or -1.0 (terminate).
+
+    Raises:
+        ConfigError: a mean-field game, a terminal start state, or a bad option.
+        UnknownEnvError: an unknown game name.
+
+    Example:
+        >>> env = OpenSpielEnv("tic_tac_toe")
+        >>> obs, infos = env.reset(seed=0)
+        >>> list(obs), obs[0].shape, int(infos[0]["action_mask"].sum())
+        ([0], (27,), 9)
+        >>> obs, rewards, terminateds, truncateds, infos = env.step({0: 4})
+        >>> list(obs), rewards, terminateds[ALL]
+        ([1], {0: 0.0, 1: 0.0}, False)
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        *,
+        params: Optional[Mapping[str, Any]] = None,
+        observation: str = "auto",
+        agent_ids: Union[str, Sequence[Any]] = "int",
+        action_mask: str = "info",
+        max_steps: Optional[int] = None,
+        illegal_action: str = "raise",
+        illegal_reward: Optional[float] = None,
+    ) -> None:
+        super().__init__()
+        pyspiel = import_pyspiel()
+        self._start: Optional[Any] = None
+        if isinstance(env, pyspiel.State):
+            if params:
+                raise ConfigError(
+                    str(env.get_game()), "params cannot be given with a start state",
+                    fix="Build the state from a game loaded with those parameters.",
+                )
+            if env.is_terminal():
+                raise ConfigError(
+                    str(env.get_game()),
+                    "the start state is terminal, so there is nothing left to play",
+                    fix="Pass a state that is not terminal, or the game itself.",
+                )
+            self._start = env.clone()
+            game = env.get_game()
+        else:
+            game = load_game(env, params)
+        game_type = game.get_type()
+        if is_mean_field(game_type):
+            raise ConfigError(
+                game_string(game),
+                "mean-field games (dynamics MEAN_FIELD) model a population through a "
+                "distribution, not individual agents taking turns, so they cannot be played "
+                "as a multi-agent env",
+                fix="Use open_spiel.python.mfg for mean-field games.",
+            )
+        if game.num_distinct_actions() < 1:
+            raise ConfigError(
+                game_string(game),
+                f"the game declares num_distinct_actions()={game.num_distinct_actions()}: its "
+                "players act through action structs only, which have no Discrete action space",
+                fix="Only games with integer actions can be adapted.",
+            )
+        check_options(game, action_mask, max_steps, illegal_action)
+        #: The game as given (``to_openspiel`` hands it back); ``game`` may be a reseeded copy.
+        self.source_game = game
+        self.game = game
+        self.observer = Observer(game, observation)
+        self._read = self.observer.read
+        self.observation_kind = self.observer.kind
+        self.max_steps = max_steps
+        self.illegal_action = illegal_action
+        self.illegal_reward = (
+            float(illegal_reward) if illegal_reward is not None
+            else _DEFAULT_PENALTY.get(illegal_action, 0.0)
+        )
+        self.mask_in_obs = action_mask == "obs"
+        self.num_players = n = game.num_players()
+        self.num_actions = game.num_distinct_actions()
+        self._ids: list[Any] = make_ids(game, agent_ids, n)
+        self._player_of = {aid: p for p, aid in enumerate(self._ids)}
+        self.possible_agents = list(self._ids)
+        self.agents = []
+        self._action_space = gym.spaces.Discrete(self.num_actions)
+        mask_space = gym.spaces.Box(0, 1, (self.num_actions,), np.int8)
+        if self.mask_in_obs:
+            self._obs_space: gym.Space = gym.spaces.Dict(
+                {"observation": self.observer.space, "action_mask": mask_space}
+            )
+        else:
+            self._obs_space = self.observer.space
+        self.observation_spaces = {aid: self._obs_space for aid in self._ids}
+        self.action_spaces = {aid: self._action_space for aid in self._ids}
+        # Games whose chance events come from the game's own RNG (SAMPLED_STOCHASTIC)
+        # are reloaded with their seed parameter set to the seed on a seeded reset.
+        self._seed_param: Optional[str] = None
+        if str(game_type.chance_mode).endswith("SAMPLED_STOCHASTIC"):
+            spec = game_type.parameter_specification
+            self._seed_param = next((k for k in ("rng_seed", "seed") if k in spec), None)
+        self._simultaneous_node = False
+        self._zero_mask = np.zeros(self.num_actions, np.int8)
+        self._zero_rewards = dict.fromkeys(self._ids, 0.0)
+        # C++ games keep their legal actions within num_distinct_actions(); Python
+        # games are checked.
+        if hasattr(game, "make_py_observer"):
+            self._mask = self._turn_mask = self._checked_mask
+        else:
+            self._mask, self._turn_mask = self._native_mask, self._native_turn_mask
+        self._state: Any = None
+        self._actors: tuple[int, ...] = ()
+        self._masks: dict[int, np.ndarray] = {}
+        self._reported = [0.0] * n
+        self._steps = 0
+        self._over = True
+        self.metadata = {"render_modes": ["ansi", "human"]}
+
+    # -- the live game -----------------------------------------------------------
+
+    @property
+    def state(self) -> Any:
+        """The live ``pyspiel.State`` (None before the first reset); do not mutate it."""
+        return self._state
+
+    @property
+    def actors(self) -> list[Any]:
+        """The agents expected in the next action dict."""
+        return [self._ids[p] for p in self._actors]
+
+    def agent_id(self, player: int) -> Any:
+        """Return the agent id of OpenSpiel player ``player``."""
+        return self._ids[player]
+
+    def player(self, agent_id: Any) -> int:
+        """Return the OpenSpiel player number of ``agent_id``."""
+        return self._player_of[agent_id]
+
+    # -- the episode -------------------------------------------------------------
+
+    def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, *, seed: Optional[int] = None, options: Optional[dict] = None
+    ) -> ResetResult:
+        """Start a new episode; return the observations and infos of the first actors.
+
+        Args:
+            seed: seeds ``np_random``, which draws every chance outcome.
+            options: unused (accepted for the protocol).
+        """
+        super().reset(seed=seed, options=options)
+        if self._seed_param is not None and seed is not None:
+            # The seed itself, so that a game made by to_openspiel resets its env with it.
+            self.game = load_game(self.source_game, {self._seed_param: int(seed) % (2**31 - 1)})
+        if self._start is not None:
+            self._state = self._start.clone()
+        else:
+            self._state = self.game.new_initial_state()
+        self._reported = [0.0] * self.num_players
+        self._steps = 0
+        self._over = False
+        self._resolve_chance()
+        if self._state.is_terminal():
+            self._over = True
+            raise EnvContractError(
+                game_string(self.game), "turn.actors_exist",
+                "the game ended at chance nodes before any player could act, and reset() "
+                "cannot report an episode's end",
+            )
+        self.agents = list(self._ids)
+        obs, infos = self._observe_actors(self._state.current_player())
+        return obs, infos
+
+    def step(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
+        self, action_dict: MultiAgentDict
+    ) -> StepResult:
+        """Apply one action per actor; return obs, rewards, terminateds, truncateds, infos.
+
+        Raises:
+            ResetNeededError: before ``reset`` or after the episode ended.
+            ActionError: a missing or foreign agent, an action outside ``Discrete(n)``,
+                or (with ``illegal_action="raise"``) a masked-out action; the state
+                is left as it was.
+        """
+        if self._over:
+            raise ResetNeededError(
+                type(self).__name__,
+                "reset() was never called" if self._state is None else "the episode is over",
+            )
+        actors = self._actors
+        state = self._state
+        if len(actors) == 1 and type(action_dict) is dict and len(action_dict) == 1:
+            # The fast path: one actor, one action.
+            player = actors[0]
+            aid = self._ids[player]
+            if aid not in action_dict:
+                self._raise_bad_keys(action_dict)
+            action = action_dict[aid]
+            if type(action) is not int or not 0 <= action < self.num_actions:
+                action = self._as_action(aid, action)
+            if self._masks[player][action]:
+                if self._simultaneous_node:
+                    state.apply_actions([action if p == player else 0
+                                         for p in range(self.num_players)])
+                else:
+                    state.apply_action(action)
+                return self._after_actions(None)
+            chosen, offenders = self._handle_illegal({player: action})
+        else:
+            if not isinstance(action_dict, Mapping) or set(action_dict) != set(self.actors):
+                self._raise_bad_keys(action_dict)
+            chosen = {p: self._as_action(self._ids[p], action_dict[self._ids[p]]) for p in actors}
+            illegal = {p: a for p, a in chosen.items() if not self._masks[p][a]}
+            offenders = None
+            if illegal:
+                chosen, offenders = self._handle_illegal(chosen, illegal)
+        if chosen is None:  # terminate on an illegal action
+            return self._terminate_illegal(offenders or {})
+        if not self._simultaneous_node:
+            state.apply_action(chosen[actors[0]])
+        else:
+            state.apply_actions([chosen.get(p, 0) for p in range(self.num_players)])
+        return self._after_actions(offenders)
+
+    def _after_actions(self, offenders: Optional[dict[int, int]]) -> StepResult:
+        """Resolve chance, count the step, and build the step's five dicts."""
+        state = self._state
+        if state.is_chance_node():
+            self._resolve_chance()
+        self._steps += 1
+        returns = state.returns()
+        if type(returns) is not list:  # Python games may return arrays
+            returns = [float(r) for r in returns]
+        reported = self._reported
+        if returns == reported:  # the usual step: no reward for anyone
+            rewards = self._zero_rewards.copy()
+        else:
+            rewards = {}
+            ids = self._ids
+            for p, value in enumerate(returns):
+                # Report what makes the consumer's running sum equal the returns.
+                delta = value - reported[p]
+                reported[p] += delta
+                rewards[ids[p]] = delta
+        infos: dict[Any, Any]
+        if offenders:
+            ids = self._ids
+            for p in offenders:
+                rewards[ids[p]] += self.illegal_reward
+            infos = {COMMON: {"illegal_actions": {ids[p]: a for p, a in offenders.items()}}}
+        else:
+            infos = {}
+        current = state.current_player()
+        if current == _TERMINAL:
+            obs = self._observe_all(infos)
+            return obs, rewards, self._flags(True), self._flags(False), infos
+        if self.max_steps is not None and self._steps >= self.max_steps:
+            obs = self._observe_all(infos)
+            return obs, rewards, self._flags(False), self._flags(True), infos
+        obs, actor_infos = self._observe_actors(current)
+        if infos:
+            actor_infos.update(infos)
+        return obs, rewards, {ALL: False}, {ALL: False}, actor_infos
+
+    def _flags(self, value: bool) -> dict[Any, bool]:
+        flags: dict[Any, bool] = dict.fromkeys(self._ids, value)
+        flags[ALL] = value
+        return flags
+
+    def _resolve_chance(self) -> None:
+        state = self._state
+        rng = self._np_random or self.np_random  # the property creates one if unseeded
+        while state.is_chance_node():
+            outcomes = state.chance_outcomes()
+            if len(outcomes) == 1:
+                state.apply_action(outcomes[0][0])
+                continue
+            u = rng.random()
+            total = 0.0
+            for action, prob in outcomes:
+                total += prob
+                if u < total:
+                    break
+            # Falls through to the last outcome when rounding leaves total < 1.
+            state.apply_action(action)
+
+    def _observe_actors(self, current: int) -> tuple[MultiAgentDict, MultiAgentDict]:
+        state = self._state
+        if current >= 0:
+            # The usual case, kept short: one player to move.
+            mask = self._turn_mask(current)
+            if mask is not None:
+                self._actors = (current,)
+                self._masks = {current: mask}
+                self._simultaneous_node = False
+                aid = self._ids[current]
+                if self.mask_in_obs:
+                    ob = {"observation": self._read(state, current), "action_mask": mask}
+                    return {aid: ob}, {}
+                return {aid: self._read(state, current)}, {aid: {"action_mask": mask}}
+            players: tuple[int, ...] = ()
+            masks: dict[int, np.ndarray] = {}
+        elif current == _SIMULTANEOUS:
+            masks = {}
+            for p in range(self.num_players):
+                mask = self._mask(p)
+                if mask is not None:
+                    masks[p] = mask
+            players = tuple(masks)
+        else:
+            players, masks = (), {}
+        if not players:
+            raise EnvContractError(
+                game_string(self.game), "turn.actors_exist",
+                f"no player has a legal action in a non-terminal state (current_player "
+                f"{current})",
+            )
+        self._actors = players
+        self._masks = masks
+        self._simultaneous_node = current == _SIMULTANEOUS
+        obs: MultiAgentDict = {}
+        infos: MultiAgentDict = {}
+        read = self._read
+        for p in players:
+            aid = self._ids[p]
+            if self.mask_in_obs:
+                obs[aid] = {"observation": read(state, p), "action_mask": masks[p]}
+            else:
+                obs[aid] = read(state, p)
+                infos[aid] = {"action_mask": masks[p]}
+        return obs, infos
+
+    def _native_turn_mask(self, player: int) -> Any:
+        """The mask of the player to move in a C++ game (OpenSpiel: it has a legal action)."""
+        return np.array(self._state.legal_actions_mask(player), np.int8)
+
+    def _native_mask(self, player: int) -> Any:
+        """The legal-action mask of ``player`` in a C++ game (None when it has none)."""
+        mask = np.array(self._state.legal_actions_mask(player), np.int8)
+        return mask if mask.any() else None
+
+    def _checked_mask(self, player: int) -> Any:
+        """The legal-action mask of ``player``, checked against the action space."""
+        # Not state.legal_actions_mask(): it writes out of bounds in games whose legal
+        # actions exceed num_distinct_actions(), which a Python game can do (chat_game);
+        # a broken game must raise, not crash.
+        legal = self._state.legal_actions(player)
+        if not legal:
+            return None
+        if legal[-1] >= self.num_actions or legal[0] < 0:
+            raise EnvContractError(
+                game_string(self.game), "space.defined",
+                f"player {player} has legal actions {legal[:10]} but the game declares "
+                f"num_distinct_actions()={self.num_actions}, so they are outside the action "
+                f"space Discrete({self.num_actions}); the game's definition is inconsistent",
+            )
+        mask = self._zero_mask.copy()
+        mask[legal] = 1
+        return mask
+
+    def _observe_all(self, infos: MultiAgentDict) -> MultiAgentDict:
+        """Final observations of every player; the episode is over after this."""
+        self._over = True
+        self._actors = ()
+        self.agents = []
+        state = self._state
+        obs: MultiAgentDict = {}
+        terminal = state.is_terminal()
+        for p, aid in enumerate(self._ids):
+            # The state's legal actions: none at a terminal state, the real ones when
+            # truncated (the observation describes the state, not the episode's end).
+            mask = None if terminal else self._mask(p)
+            if mask is None:
+                mask = self._zero_mask.copy()
+            if self.mask_in_obs:
+                obs[aid] = {"observation": self._read(state, p), "action_mask": mask}
+            else:
+                obs[aid] = self._read(state, p)
+                infos[aid] = {"action_mask": mask}
+        return obs
+
+    # -- the rest of the protocol -----------------------------------------------
+
+    def render(self) -> Any:
+        """Return the state as text (``str(state)``), or None before reset."""
+        return None if self._state is None else str(self._state)
+
+    def close(self) -> None:
+        """Drop the state."""
+        self._state = None
+        self._over = True
+
+    def get_observation_space(self, agent_id: Any) -> gym.Space:
+        """Return the observation space (the same object for every agent)."""
+        self._player_of[agent_id]  # a KeyError for a foreign id, like a dict lookup
+        return self._obs_space
+
+    def get_action_space(self, agent_id: Any) -> gym.Space:
+        """Return ``Discrete(num_distinct_actions)`` (the same object for every agent)."""
+        self._player_of[agent_id]
+        return self._action_space
+
+    def describe(self) -> str:
+        """Return one line about the game: dynamics, players, chance, information."""
+        return describe_game(self.game)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "OpenSpielEnv":
+        clone = copy.copy(self)
+        memo[id(self)] = clone
+        clone.__dict__.update({
+            k: copy.deepcopy(v, memo) for k, v in self.__dict__.items()
+            if k not in ("game", "source_game", "observer", "_read", "_state", "_start",
+                         "_obs_space", "_action_space", "observation_spaces", "action_spaces")
+        })
+        clone.observer = Observer(self.game, self.observation_kind)
+        clone._read = clone.observer.read
+        clone._state = None if self._state is None else self._state.clone()
+        clone._start = None if self._start is None else self._start.clone()
+        return clone
+
+    def __repr__(self) -> str:
+        return f"<OpenSpielEnv {game_string(self.game)} agents={self.possible_agents!r}>"
+
+    __str__ = __repr__

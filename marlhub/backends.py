@@ -1,0 +1,71 @@
+"""Optional backends: import one, or say which extra installs it.
+
+Every place that needs PettingZoo, OpenSpiel, Ray or another optional library
+imports it through :func:`import_backend`, so a missing backend is always the
+same :class:`~marlhub.errors.MissingDependencyError`, naming the package and
+the ``pip install 'marlhub[extra]'`` line. An ``ImportError`` raised by
+something else (a broken install of another package) is re-raised as it is.
+
+Example:
+    >>> import_backend("json", package="json", extra="none", feature="Reading JSON").__name__
+    'json'
+    >>> import_backend("no_such_backend.sub", package="no_such_backend", extra="demo",
+    ...                feature="The demo adapter")
+    Traceback (most recent call last):
+    ...
+    marlhub.errors.MissingDependencyError: The demo adapter needs the 'no_such_backend' package, which is not installed. Install it with: pip install 'marlhub[demo]'
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Optional
+
+from marlhub.errors import MissingDependencyError
+
+__all__ = ["import_backend", "is_missing"]
+
+
+def is_missing(exc: ImportError, package: str) -> bool:
+    """Tell whether ``exc`` says that ``package`` (or a module inside it) is not installed.
+
+    Example:
+        >>> is_missing(ModuleNotFoundError("x", name="pettingzoo.utils"), "pettingzoo")
+        True
+        >>> is_missing(ModuleNotFoundError("x", name="pygame"), "pettingzoo")
+        False
+    """
+    name = getattr(exc, "name", None) or ""
+    return name == package or name.startswith(package + ".")
+
+
+def import_backend(module: str, *, package: Optional[str], extra: str, feature: str,
+                   install: str = "", provides: tuple[str, ...] = ()) -> ModuleType:
+    """Import ``module``; raise :class:`MissingDependencyError` if ``package`` is missing.
+
+    Args:
+        module: the module to import (the backend itself, or a marlhub module
+            that imports it at its top).
+        package: the backend's top-level package (``"pettingzoo"``, ``"open_spiel"``);
+            None translates any missing module, named by the error (for modules whose
+            optional dependencies are their own affair).
+        extra: the marlhub extra that installs it.
+        feature: what needs it, for the message (``"to_pettingzoo()"``).
+        install: the install line, when no marlhub extra covers the package.
+        provides: other top-level modules the package installs (``open_spiel``
+            installs ``pyspiel``), whose absence means the same.
+
+    Raises:
+        MissingDependencyError: ``package`` is not installed.
+        ImportError: anything else failed to import (re-raised unchanged).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or "a dependency"
+        if package is not None:
+            if not any(is_missing(exc, name) for name in (package, *provides)):
+                raise
+            missing = package
+        raise MissingDependencyError(missing, extra, feature, install=install) from exc

@@ -1,0 +1,432 @@
+"""One function per rule, each judging one transition (a reset or a step) of an episode.
+
+The driver records what a call returned in a :class:`Transition`, together
+with what it knows of the episode so far, and hands it to every function in
+:data:`TRANSITION_CHECKS`. A function returns the :class:`Issue` it sees (a
+message, the agent concerned, and a severity when it differs from the rule's
+default); the driver turns issues into findings with their location and
+reproducer. Checks read the transition and the env's spaces only: they never
+call ``reset`` or ``step``.
+
+Episode-level rules (``space.defined``, ``seed.reproducible``,
+``episode.ends``, ``episode.step_after_end``, ``reset.returns_dicts``) need
+more than one transition and live in the driver.
+
+Example:
+    >>> t = Transition.from_step(
+    ...     index=1, obs={"a": 0}, rewards={"a": True}, terminateds={"__all__": False},
+    ...     truncateds={"__all__": False}, infos={}, actions={"a": 1},
+    ...     possible_agents=["a"], possible_now=["a"], agents_before=["a"], agents_after=["a"],
+    ...     appeared=frozenset({"a"}), done_before=frozenset())
+    >>> [i.message for i in check_reward_scalar(t, None)]
+    ["reward for 'a' is True (bool); rewards must be finite int or float scalars: return float(r)."]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from marlhub.contract import rules
+from marlhub.core import ALL, COMMON
+from marlhub.spaces import why_not_in_space
+
+__all__ = [
+    "TRANSITION_CHECKS",
+    "Issue",
+    "SpaceCache",
+    "Transition",
+]
+
+_REAL = (int, float, np.integer, np.floating)
+
+
+@dataclass
+class Issue:
+    """What one check saw wrong in one transition.
+
+    Attributes:
+        message: the house-style message (what, actual value, expected, fix).
+        agent: the agent concerned, when one is.
+        severity: overrides the rule's default severity when not None.
+    """
+
+    message: str
+    agent: Any = None
+    severity: Optional[rules.Severity] = None
+
+
+@dataclass
+class Transition:
+    """One reset or step, with what the driver knows of the episode around it.
+
+    Attributes:
+        kind: ``"reset"`` or ``"step"``.
+        index: 0 for the reset, k for the k-th step.
+        obs, rewards, terminateds, truncateds, infos: what the call returned
+            (rewards and done dicts are empty for a reset).
+        actions: the action dict sent (empty for a reset).
+        possible_agents: ``possible_agents`` when the episode began.
+        possible_now: ``possible_agents`` after this call.
+        agents_before, agents_after: ``env.agents`` around the call (None when unreadable).
+        appeared: agents that had an observation earlier in the episode.
+        done_before: agents that were done before this call.
+    """
+
+    kind: str
+    index: int
+    obs: Mapping[Any, Any]
+    infos: Mapping[Any, Any]
+    possible_agents: list[Any]
+    possible_now: list[Any]
+    agents_before: Optional[list[Any]]
+    agents_after: Optional[list[Any]]
+    appeared: frozenset[Any]
+    done_before: frozenset[Any]
+    rewards: Mapping[Any, Any] = field(default_factory=dict)
+    terminateds: Mapping[Any, Any] = field(default_factory=dict)
+    truncateds: Mapping[Any, Any] = field(default_factory=dict)
+    actions: Mapping[Any, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_step(cls, **fields: Any) -> "Transition":
+        """Build the transition of a step from keyword fields."""
+        return cls(kind="step", **fields)
+
+    @property
+    def terminated_all(self) -> bool:
+        """Whether ``__all__`` is True in terminateds."""
+        return _truthy(self.terminateds.get(ALL, False))
+
+    @property
+    def truncated_all(self) -> bool:
+        """Whether ``__all__`` is True in truncateds."""
+        return _truthy(self.truncateds.get(ALL, False))
+
+    @property
+    def over(self) -> bool:
+        """Whether this call ended the episode."""
+        return self.terminated_all or self.truncated_all
+
+    @property
+    def done_now(self) -> set[Any]:
+        """Agents flagged terminated or truncated in this call."""
+        return {
+            a for d in (self.terminateds, self.truncateds) for a, v in d.items()
+            if a != ALL and _truthy(v)
+        }
+
+    @property
+    def actors(self) -> list[Any]:
+        """Agents in the obs dict that are not done in it: they act next."""
+        if self.over:
+            return []
+        done = self.done_now
+        return [a for a in self.obs if a not in done]
+
+
+def _truthy(value: Any) -> bool:
+    try:
+        return bool(value)
+    except Exception:  # an array with several values: treated as not a flag
+        return False
+
+
+class SpaceCache:
+    """The env's per-agent spaces, looked up once per agent.
+
+    A lookup that raises is remembered as None; ``space.defined`` reports it.
+    """
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self._obs: dict[Any, Any] = {}
+
+    def observation_space(self, agent: Any) -> Any:
+        """Return the agent's observation space, or None when it cannot be had."""
+        if agent not in self._obs:
+            try:
+                self._obs[agent] = self.env.get_observation_space(agent)
+            except Exception:
+                self._obs[agent] = None
+        return self._obs[agent]
+
+
+# -- the checks, one per rule ------------------------------------------------------
+
+
+def check_ids_known(t: Transition, spaces: Any) -> list[Issue]:
+    """ids.known: every key is a possible agent (plus __all__ / __common__ where allowed)."""
+    issues = []
+    known = set(t.possible_agents)
+    tables: list[tuple[str, Mapping[Any, Any], set[Any]]] = [
+        ("obs", t.obs, set()), ("rewards", t.rewards, set()),
+        ("terminateds", t.terminateds, {ALL}), ("truncateds", t.truncateds, {ALL}),
+        ("infos", t.infos, {COMMON}),
+    ]
+    for name, table, extra in tables:
+        for key in table:
+            if key not in known and key not in extra:
+                issues.append(Issue(
+                    f"{name} has key {key!r}, which is not in possible_agents "
+                    f"{list(t.possible_agents)!r}; list every agent that can ever appear in "
+                    "possible_agents.",
+                    agent=key,
+                ))
+    if list(t.possible_now) != list(t.possible_agents):
+        issues.append(Issue(
+            f"possible_agents changed during the episode from {list(t.possible_agents)!r} to "
+            f"{list(t.possible_now)!r}; it must list every agent that can ever appear and never "
+            "change (track the live ones in `agents`)."
+        ))
+    return issues
+
+
+def check_agents_consistent(t: Transition, spaces: Any) -> list[Issue]:
+    """ids.agents_consistent: ``agents`` holds every actor and no done agent."""
+    if t.agents_after is None:
+        return [Issue("env.agents cannot be read as a list; set self.agents to the live agents.")]
+    issues = []
+    agents = list(t.agents_after)
+    strangers = [a for a in agents if a not in set(t.possible_agents)]
+    if strangers:
+        issues.append(Issue(
+            f"agents holds {strangers!r}, not in possible_agents {list(t.possible_agents)!r}; "
+            "agents must be a subset of possible_agents."
+        ))
+    live = set(agents)
+    for actor in t.actors:
+        if actor not in live:
+            issues.append(Issue(
+                f"{actor!r} got an observation and acts next but is missing from agents "
+                f"{agents!r}; add agents to self.agents when they enter.",
+                agent=actor,
+            ))
+    done = (t.done_before | t.done_now) if not t.over else set()
+    for agent in agents:
+        if agent in done:
+            issues.append(Issue(
+                f"{agent!r} is done but still in agents {agents!r}; remove agents from "
+                "self.agents in the step that terminates or truncates them.",
+                agent=agent,
+            ))
+    if t.over and agents:
+        issues.append(Issue(
+            f"the episode ended (__all__) but agents still holds {agents!r}; set self.agents = [] "
+            "when the episode ends (RLlib's docs examples keep it static, PettingZoo empties it).",
+            severity="warning",
+        ))
+    return issues
+
+
+def check_obs_in_space(t: Transition, spaces: SpaceCache) -> list[Issue]:
+    """obs.in_space: each observation lies in its agent's observation space."""
+    issues = []
+    for agent, value in t.obs.items():
+        if agent not in set(t.possible_agents):
+            continue  # ids.known reports it
+        space = spaces.observation_space(agent)
+        if space is None:
+            continue  # space.defined reports it
+        reason = why_not_in_space(space, value)
+        if reason:
+            issues.append(Issue(
+                f"obs[{agent!r}] is not in its observation space {space}: {reason}. Return "
+                "observations of the space's exact type and dtype (e.g. np.asarray(x, "
+                "space.dtype)).",
+                agent=agent,
+            ))
+    return issues
+
+
+def check_actors_exist(t: Transition, spaces: Any) -> list[Issue]:
+    """turn.actors_exist: while the episode is not over, somebody acts next."""
+    if t.over or t.actors:
+        return []
+    still_live = (t.appeared | set(t.obs)) - t.done_before - t.done_now
+    if t.kind == "step" and t.appeared and not still_live:
+        return []  # every agent is done: done.all_consistent reports the missing __all__
+    what = "reset()" if t.kind == "reset" else "step()"
+    return [Issue(
+        f"{what} returned no agent that acts next (obs keys {list(t.obs)!r}) but __all__ is not "
+        "True; RLlib would step {} forever. Return an observation for every agent that must act, "
+        "or end the episode with __all__."
+    )]
+
+
+def check_all_present(t: Transition, spaces: Any) -> list[Issue]:
+    """done.all_present: both done dicts hold __all__ with a bool, every step."""
+    if t.kind == "reset":
+        return []
+    issues = []
+    for name, table in (("terminateds", t.terminateds), ("truncateds", t.truncateds)):
+        if ALL not in table:
+            issues.append(Issue(
+                f"{name} has no '__all__' key (keys {list(table)!r}); RLlib indexes it every "
+                f"step. Always return {name}['__all__'] as a bool, False while the episode goes on."
+            ))
+    return issues
+
+
+def check_flags_bool(t: Transition, spaces: Any) -> list[Issue]:
+    """done.flags_bool: done values are bool or numpy.bool_."""
+    issues = []
+    for name, table in (("terminateds", t.terminateds), ("truncateds", t.truncateds)):
+        for agent, value in table.items():
+            if not isinstance(value, (bool, np.bool_)):
+                issues.append(Issue(
+                    f"{name}[{agent!r}] is {value!r} ({type(value).__name__}); done flags must "
+                    "be bool. Return bool(flag).",
+                    agent=None if agent == ALL else agent,
+                ))
+    return issues
+
+
+def check_all_consistent(t: Transition, spaces: Any) -> list[Issue]:
+    """done.all_consistent: once every agent is done, __all__ is True."""
+    if t.over or not t.appeared:
+        return []
+    everyone = t.appeared | set(t.obs)
+    done = t.done_before | t.done_now
+    if everyone <= done:
+        return [Issue(
+            f"every agent that took part ({sorted(map(str, everyone))}) is done but neither "
+            "terminateds['__all__'] nor truncateds['__all__'] is True; set __all__ when the last "
+            "agent is done."
+        )]
+    return []
+
+
+def check_done_final(t: Transition, spaces: Any) -> list[Issue]:
+    """done.final: a done agent never reappears in the episode."""
+    issues = []
+    tables = (("obs", t.obs), ("rewards", t.rewards), ("infos", t.infos), ("actions", t.actions))
+    for name, table in tables:
+        for agent in table:
+            if agent in t.done_before:
+                issues.append(Issue(
+                    f"{agent!r} was done earlier in the episode but appears in {name} again; "
+                    "RLlib raises on any data (even a 0.0 reward) for a done agent. Drop done "
+                    "agents from every dict.",
+                    agent=agent,
+                ))
+    for name, table in (("terminateds", t.terminateds), ("truncateds", t.truncateds)):
+        for agent, value in table.items():
+            if agent in t.done_before and not _truthy(value):
+                issues.append(Issue(
+                    f"{name}[{agent!r}] is False but {agent!r} was done earlier; a done agent "
+                    "cannot come back within the episode.",
+                    agent=agent,
+                ))
+    return issues
+
+
+def check_truncation_has_obs(t: Transition, spaces: Any) -> list[Issue]:
+    """done.truncation_has_obs: an acting agent truncated in a step gets its last obs."""
+    issues = []
+    for agent in t.actions:
+        if _truthy(t.terminateds.get(agent, False)):
+            continue
+        truncated = _truthy(t.truncateds.get(agent, False)) or (
+            t.truncated_all and not t.terminated_all
+        )
+        if truncated and agent not in t.obs:
+            issues.append(Issue(
+                f"{agent!r} acted and was truncated in this step but got no last observation; "
+                "RLlib needs it to bootstrap values. Put the agent's last obs in the obs dict of "
+                "the step that truncates it.",
+                agent=agent,
+            ))
+    return issues
+
+
+def check_reward_present(t: Transition, spaces: Any) -> list[Issue]:
+    """reward.present: an agent that acted and gets an obs has a reward entry."""
+    return [
+        Issue(
+            f"{agent!r} acted and got an observation but has no entry in rewards "
+            f"(keys {list(t.rewards)!r}); RLlib raises on this. Report rewards[{agent!r}] = 0.0 "
+            "when there is nothing to give.",
+            agent=agent,
+        )
+        for agent in t.actions
+        if agent in t.obs and agent not in t.rewards
+    ]
+
+
+def check_reward_scalar(t: Transition, spaces: Any) -> list[Issue]:
+    """reward.scalar: rewards are finite real scalars, not bool."""
+    issues = []
+    for agent, value in t.rewards.items():
+        if isinstance(value, (bool, np.bool_)):
+            problem = f"{value!r} (bool)"
+        elif not isinstance(value, _REAL):
+            problem = f"{value!r} ({type(value).__name__})"
+        elif not math.isfinite(float(value)):
+            problem = f"{value!r} (not finite)"
+        else:
+            continue
+        issues.append(Issue(
+            f"reward for {agent!r} is {problem}; rewards must be finite int or float scalars: "
+            "return float(r).",
+            agent=agent,
+        ))
+    return issues
+
+
+def check_reward_any_agent(t: Transition, spaces: Any) -> list[Issue]:
+    """reward.any_agent: rewards name live agents (acting or not), never absent ones."""
+    live = set(t.agents_before or ()) | set(t.agents_after or ()) | set(t.obs)
+    live |= set(t.actions) | t.done_now
+    issues = []
+    for agent in t.rewards:
+        if agent in t.done_before or agent not in set(t.possible_agents):
+            continue  # done.final / ids.known report these
+        if agent not in live:
+            issues.append(Issue(
+                f"rewards name {agent!r}, which is not live (not in agents {t.agents_after!r}, "
+                "no observation, not done in this step); give rewards to agents while they "
+                "take part, and list them in self.agents.",
+                agent=agent,
+            ))
+    return issues
+
+
+def check_info_keys(t: Transition, spaces: Any) -> list[Issue]:
+    """info.keys: infos keys are obs keys or __common__, and values are dicts."""
+    issues = []
+    for agent, value in t.infos.items():
+        if agent != COMMON and agent not in t.obs:
+            issues.append(Issue(
+                f"infos has key {agent!r} but obs has not (obs keys {list(t.obs)!r}); RLlib "
+                "matches infos to observations. Put agent-less data under '__common__'.",
+                agent=agent,
+            ))
+        if not isinstance(value, Mapping):
+            issues.append(Issue(
+                f"infos[{agent!r}] is {type(value).__name__}, not a dict; return a dict per agent.",
+                agent=None if agent == COMMON else agent,
+            ))
+    return issues
+
+
+#: Every per-transition check with the rule it judges, in reporting order.
+TRANSITION_CHECKS: list[tuple[str, Callable[[Transition, Any], Iterable[Issue]]]] = [
+    (rules.IDS_KNOWN, check_ids_known),
+    (rules.IDS_AGENTS_CONSISTENT, check_agents_consistent),
+    (rules.OBS_IN_SPACE, check_obs_in_space),
+    (rules.TURN_ACTORS_EXIST, check_actors_exist),
+    (rules.DONE_ALL_PRESENT, check_all_present),
+    (rules.DONE_FLAGS_BOOL, check_flags_bool),
+    (rules.DONE_ALL_CONSISTENT, check_all_consistent),
+    (rules.DONE_FINAL, check_done_final),
+    (rules.DONE_TRUNCATION_HAS_OBS, check_truncation_has_obs),
+    (rules.REWARD_PRESENT, check_reward_present),
+    (rules.REWARD_SCALAR, check_reward_scalar),
+    (rules.REWARD_ANY_AGENT, check_reward_any_agent),
+    (rules.INFO_KEYS, check_info_keys),
+]

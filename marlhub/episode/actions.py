@@ -1,0 +1,231 @@
+"""The action-dict validator: every env, adapter and view of marlhub checks actions here.
+
+A hub ``step`` takes one action per actor (the agents of the last observation
+dict that are not done). :func:`check_action_dict` checks a whole dict before
+anything is applied: that it is a mapping, names no agent outside the actors
+(an unknown agent and a known one whose turn it is not get different hints),
+misses no actor, and that each action lies in its agent's space and, when a
+mask is given, is allowed by it. The first problem raises
+:class:`~marlhub.errors.ActionError`; nothing was changed.
+
+What counts as a valid action is what the space's own ``contains`` accepts
+(so ``np.int64(2)`` and ``np.array(2)`` are valid Discrete actions), minus
+bools (``True`` is not an action) and minus casts ``contains`` would make
+silently (a list for a Box, an array of shape ``(1,)`` for a Discrete).
+Discrete actions come back as plain ``int``.
+
+:class:`ActionChecker` is the same check with a fast path per agent for
+Discrete and Box spaces, for adapters on a hot loop.
+
+Example:
+    >>> import gymnasium as gym, numpy as np
+    >>> spaces = {"a": gym.spaces.Discrete(2), "b": gym.spaces.Discrete(2)}
+    >>> check_action_dict("Env", {"a": np.int64(1)}, actors=["a"], possible_agents=["a", "b"],
+    ...                   space_of=spaces.__getitem__)
+    {'a': 1}
+    >>> check_action_dict("Env", {"b": 1}, actors=["a"], possible_agents=["a", "b"],
+    ...                   space_of=spaces.__getitem__)
+    Traceback (most recent call last):
+    ...
+    marlhub.errors.ActionError: Bad action for 'b': got 1, expected actions only for the actors ['a']. 'b' did not receive an observation in the last step; send actions only for the agents in the last observation dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Optional
+
+import gymnasium as gym
+import numpy as np
+
+from marlhub.core import AgentID
+from marlhub.errors import ActionError
+from marlhub.spaces import why_illegal
+
+__all__ = [
+    "ActionChecker",
+    "check_action",
+    "check_action_dict",
+    "check_keys",
+    "fast_check",
+]
+
+#: Integer types whose values a Discrete space takes as they are (the fast path).
+_INT_TYPES = frozenset({int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                        np.uint32, np.uint64})
+
+#: ``check(action, mask) -> bool``: True means legal, False means "look closer".
+Check = Callable[[Any, Any], bool]
+
+
+def check_keys(
+    env_name: str,
+    action_dict: Any,
+    *,
+    actors: Sequence[AgentID],
+    possible_agents: Sequence[AgentID],
+    why_not_actor: Optional[Callable[[AgentID], Optional[str]]] = None,
+) -> None:
+    """Raise :class:`ActionError` unless ``action_dict`` is a mapping keyed by exactly ``actors``.
+
+    Args:
+        env_name: the env's name, for the message.
+        action_dict: what ``step`` received.
+        actors: the agents that must act.
+        possible_agents: every agent of the env (tells unknown agents from idle ones).
+        why_not_actor: optional, a better hint for a known agent that may not act now
+            (``"it is a member of group 'g'"``); None keeps the default hint.
+    """
+    if not isinstance(action_dict, Mapping):
+        raise ActionError(
+            None, action_dict, expected=f"a dict mapping each actor of {list(actors)} to its action"
+        )
+    for agent, action in action_dict.items():
+        if agent in actors:
+            continue
+        hint = why_not_actor(agent) if why_not_actor is not None else None
+        if hint is not None:
+            fix = f"{agent!r}: {hint}; send actions only for the agents in the last observation dict."
+        elif agent not in possible_agents:
+            fix = f"{agent!r} is not an agent of {env_name}; its agents are {list(possible_agents)}."
+        else:
+            fix = (
+                f"{agent!r} did not receive an observation in the last step; send actions only "
+                "for the agents in the last observation dict."
+            )
+        raise ActionError(agent, action, expected=f"actions only for the actors {list(actors)}",
+                          fix=fix)
+    missing = [a for a in actors if a not in action_dict]
+    if missing:
+        raise ActionError(
+            missing[0],
+            dict(action_dict),
+            expected=f"an action for every actor of the last observation dict {list(actors)}",
+            fix=f"Add an action for {', '.join(repr(a) for a in missing)}.",
+        )
+
+
+def check_action(agent: AgentID, space: gym.Space, action: Any, mask: Any = None, *,
+                 fix: str = "") -> Any:
+    """Return ``action`` (a plain ``int`` for Discrete) if ``space`` and ``mask`` allow it.
+
+    Args:
+        agent: the agent, for the message.
+        space: its action space.
+        action: the action.
+        mask: its action mask (any 0/1 sequence), or None to check the space only.
+        fix: how to fix it, when the default hint does not fit.
+
+    Raises:
+        ActionError: the action is outside the space or masked out.
+    """
+    legal_mask = None if mask is None else np.asarray(mask).astype(np.int8, copy=False)
+    why = why_illegal(space, action, legal_mask)
+    if why is not None:
+        raise ActionError(agent, action, expected=f"an action in {space} ({why})", fix=fix)
+    return int(action) if isinstance(space, gym.spaces.Discrete) else action
+
+
+def check_action_dict(
+    env_name: str,
+    action_dict: Any,
+    *,
+    actors: Sequence[AgentID],
+    possible_agents: Sequence[AgentID],
+    space_of: Callable[[AgentID], gym.Space],
+    mask_of: Optional[Callable[[AgentID], Any]] = None,
+    why_not_actor: Optional[Callable[[AgentID], Optional[str]]] = None,
+) -> dict[AgentID, Any]:
+    """Validate a whole action dict; return it with Discrete actions as plain ints.
+
+    Args:
+        env_name: the env's name, for messages.
+        action_dict: what ``step`` received.
+        actors: the agents that must act, in order.
+        possible_agents: every agent of the env.
+        space_of: agent -> its action space.
+        mask_of: agent -> its action mask or None; None checks spaces only.
+        why_not_actor: see :func:`check_keys`.
+
+    Raises:
+        ActionError: the first problem found; nothing was applied.
+    """
+    check_keys(env_name, action_dict, actors=actors, possible_agents=possible_agents,
+               why_not_actor=why_not_actor)
+    return {
+        agent: check_action(agent, space_of(agent), action_dict[agent],
+                            None if mask_of is None else mask_of(agent))
+        for agent in actors
+    }
+
+
+def fast_check(space: gym.Space) -> Optional[Check]:
+    """Return a quick ``check(action, mask) -> bool`` for Discrete and Box spaces, else None.
+
+    True means legal; False means "look closer" (:func:`check_action` finds the
+    reason, or finds none for values the quick check does not handle, such as
+    a Box action in another float dtype).
+
+    Example:
+        >>> check = fast_check(gym.spaces.Discrete(3))
+        >>> check(2, None), check(2, np.array([1, 1, 0])), check(3, None), check(True, None)
+        (True, False, False, False)
+    """
+    if type(space) is gym.spaces.Discrete:
+        start, n = int(space.start), int(space.n)
+
+        def check_discrete(action: Any, mask: Any) -> bool:
+            if type(action) not in _INT_TYPES:
+                return False
+            index = int(action) - start
+            if not 0 <= index < n:
+                return False
+            if mask is None:
+                return True
+            try:
+                return bool(mask[index])
+            except (IndexError, TypeError):
+                return False
+
+        return check_discrete
+    if type(space) is gym.spaces.Box:
+        low, high, shape, dtype = space.low, space.high, space.shape, space.dtype
+
+        def check_box(action: Any, mask: Any) -> bool:
+            return (type(action) is np.ndarray and action.shape == shape and action.dtype == dtype
+                    and bool((action >= low).all()) and bool((action <= high).all()))
+
+        return check_box
+    return None
+
+
+class ActionChecker:
+    """:func:`check_action` with a quick check per agent, built on first use.
+
+    Args:
+        space_of: agent -> its action space (looked up once per agent).
+
+    Example:
+        >>> checker = ActionChecker({"a": gym.spaces.Discrete(2)}.__getitem__)
+        >>> checker.check("a", 1, [1, 1])
+        >>> checker.check("a", 1, [1, 0])
+        Traceback (most recent call last):
+        ...
+        marlhub.errors.ActionError: Bad action for 'a': got 1, expected an action in Discrete(2) (action 1 is masked out; legal actions are [0]). Send exactly one action for each agent in the last observation dict, inside its action space and mask.
+    """
+
+    def __init__(self, space_of: Callable[[AgentID], gym.Space]) -> None:
+        self._space_of = space_of
+        self._fast: dict[AgentID, Optional[Check]] = {}
+
+    def forget(self) -> None:
+        """Drop the quick checks (after the agents' spaces changed)."""
+        self._fast = {}
+
+    def check(self, agent: AgentID, action: Any, mask: Any = None) -> None:
+        """Raise :class:`ActionError` unless ``action`` is legal for ``agent`` (see :func:`check_action`)."""
+        fast = self._fast.get(agent)
+        if fast is None and agent not in self._fast:
+            fast = self._fast[agent] = fast_check(self._space_of(agent))
+        if fast is None or not fast(action, mask):
+            check_action(agent, self._space_of(agent), action, mask)

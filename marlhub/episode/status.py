@@ -1,0 +1,86 @@
+"""Where an episode stands: why ``step`` is refused, whether it is over, who acts next.
+
+Every env and view in marlhub words its refusals with :data:`NOT_RESET` and
+:data:`EPISODE_OVER` and raises them through :func:`require_running`; every
+reader of a step's results decides "over" and "actors" with
+:func:`episode_over` and :func:`actors_of`, so the rule is written once.
+
+Example:
+    >>> episode_over({"__all__": False}, {"__all__": True})
+    True
+    >>> actors_of({"a": 0, "b": 1}, {"a": True, "__all__": False}, {"__all__": False})
+    ['b']
+    >>> require_running("TicTacToe", NOT_RESET)
+    Traceback (most recent call last):
+    ...
+    marlhub.errors.ResetNeededError: TicTacToe.step() was called but reset() has not been called yet. Call reset() to start a new episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
+
+from marlhub.core import ALL, AgentID
+from marlhub.errors import ResetNeededError
+
+__all__ = [
+    "EPISODE_OVER",
+    "NOT_RESET",
+    "actors_of",
+    "done_agents",
+    "episode_over",
+    "flag",
+    "require_running",
+]
+
+#: Why ``step`` is refused before the first ``reset``.
+NOT_RESET = "reset() has not been called yet"
+#: Why ``step`` is refused once ``__all__`` was True.
+EPISODE_OVER = "the episode is over (__all__ was True in the last step)"
+
+
+def require_running(env_name: str, reason: Optional[str]) -> None:
+    """Raise :class:`ResetNeededError` when ``reason`` says why the env cannot step.
+
+    Example:
+        >>> require_running("TicTacToe", None)
+    """
+    if reason is not None:
+        raise ResetNeededError(env_name, reason)
+
+
+def flag(table: Mapping[Any, Any], key: Any) -> bool:
+    """Return ``table[key]`` as a bool, False when absent.
+
+    Example:
+        >>> flag({"a": True}, "a"), flag({}, "a")
+        (True, False)
+    """
+    return bool(table.get(key, False))
+
+
+def episode_over(terminateds: Mapping[Any, Any], truncateds: Mapping[Any, Any]) -> bool:
+    """Tell whether ``__all__`` is True in either done dict."""
+    return flag(terminateds, ALL) or flag(truncateds, ALL)
+
+
+def done_agents(*tables: Mapping[Any, Any]) -> set[AgentID]:
+    """Return the agents flagged True in any of the done dicts (``__all__`` left out).
+
+    Example:
+        >>> sorted(done_agents({"a": True, "b": False, "__all__": False}, {"c": True}))
+        ['a', 'c']
+    """
+    return {a for table in tables for a, v in table.items() if a != ALL and v}
+
+
+def actors_of(obs: Iterable[AgentID], terminateds: Mapping[Any, Any],
+              truncateds: Mapping[Any, Any]) -> list[AgentID]:
+    """Return the agents that act next: those in ``obs`` not done in this step.
+
+    Empty once the episode is over.
+    """
+    if episode_over(terminateds, truncateds):
+        return []
+    return [a for a in obs if not (terminateds.get(a) or truncateds.get(a))]
