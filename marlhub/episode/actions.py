@@ -106,7 +106,7 @@ def check_keys(
 
 
 def check_action(agent: AgentID, space: gym.Space, action: Any, mask: Any = None, *,
-                 fix: str = "") -> Any:
+                 fix: str = "", context: str = "") -> Any:
     """Return ``action`` (a plain ``int`` for Discrete) if ``space`` and ``mask`` allow it.
 
     Args:
@@ -115,6 +115,7 @@ def check_action(agent: AgentID, space: gym.Space, action: Any, mask: Any = None
         action: the action.
         mask: its action mask (any 0/1 sequence), or None to check the space only.
         fix: how to fix it, when the default hint does not fit.
+        context: said after the space (``" (member 'b')"``).
 
     Raises:
         ActionError: the action is outside the space or masked out.
@@ -122,7 +123,7 @@ def check_action(agent: AgentID, space: gym.Space, action: Any, mask: Any = None
     legal_mask = None if mask is None else np.asarray(mask).astype(np.int8, copy=False)
     why = why_illegal(space, action, legal_mask)
     if why is not None:
-        raise ActionError(agent, action, expected=f"an action in {space} ({why})", fix=fix)
+        raise ActionError(agent, action, expected=f"an action in {space}{context} ({why})", fix=fix)
     return int(action) if isinstance(space, gym.spaces.Discrete) else action
 
 

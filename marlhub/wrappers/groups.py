@@ -52,15 +52,15 @@ from marlhub.core import (
     StepResult,
     set_grouping_wrapper,
 )
+from marlhub.episode.actions import check_action, check_keys
+from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
 from marlhub.errors import (
     ActionError,
     AgentIdError,
     ConfigError,
     MarlhubWarning,
     NotParallelizableError,
-    ResetNeededError,
 )
-from marlhub.spaces import why_not_in_space
 
 __all__ = ["GROUP_INFO", "GROUP_REWARDS", "INDIVIDUAL_REWARDS", "GroupAgentsWrapper"]
 
@@ -71,8 +71,6 @@ GROUP_REWARDS = "_group_rewards"
 #: Key of the members' infos in a group's info (RLlib's).
 GROUP_INFO = "_group_info"
 
-_NOT_RESET = "reset() has not been called yet"
-_EPISODE_OVER = "the episode is over (__all__ was True in the last step)"
 _BROKEN = "group members stopped acting together (see the error raised then)"
 
 # Keyed by group id. Any, not AgentID: Mapping keys are invariant, so Mapping[AgentID, ...]
@@ -144,7 +142,7 @@ class GroupAgentsWrapper(MultiAgentEnv):
         self._done: set[AgentID] = set()  # members, ungrouped agents and groups that are done
         self._terminated: set[AgentID] = set()
         self._actors: list[AgentID] = []
-        self._cannot_step: Optional[str] = _NOT_RESET
+        self._cannot_step: Optional[str] = NOT_RESET
 
     def _spaces(self, given: SpaceSpec, name: str, member_space: Any) -> dict[AgentID, gym.Space]:
         spaces: dict[AgentID, gym.Space] = {}
@@ -197,39 +195,20 @@ class GroupAgentsWrapper(MultiAgentEnv):
                 item outside its space; nothing is stepped then.
             NotParallelizableError: after the step, some members of a group act and others not.
         """
-        if self._cannot_step is not None:
-            raise ResetNeededError(type(self).__name__, self._cannot_step)
+        require_running(type(self).__name__, self._cannot_step)
         inner = self._ungroup(action_dict)
         obs, rewards, terminateds, truncateds, infos = self.env.step(inner)
         return self._translate(obs, rewards, terminateds, truncateds, infos,
                                acted=set(action_dict), is_reset=False)
 
     def _ungroup(self, action_dict: Any) -> MultiAgentDict:
-        actors = self._actors
-        if not isinstance(action_dict, Mapping):
-            raise ActionError(None, action_dict, expected=f"a dict mapping each of {actors} to its action")
-        for key, value in action_dict.items():
-            if key not in actors:
-                if key in self.agent_id_to_group:
-                    why = (f"it is a member of group {self.agent_id_to_group[key]!r}; its action goes "
-                           "inside the group's tuple")
-                elif key not in self.possible_agents:
-                    why = "it is not an agent or group of this env"
-                else:
-                    why = "it did not receive an observation in the last step"
-                raise ActionError(key, value, expected=f"actions only for the actors {actors}",
-                                  fix=f"{key!r}: {why}; send actions only for the keys of the last "
-                                  "observation dict.")
-        missing = [a for a in actors if a not in action_dict]
-        if missing:
-            raise ActionError(missing[0], dict(action_dict), expected=f"an action for every actor {actors}",
-                              fix=f"Add an action for {', '.join(repr(a) for a in missing)}.")
+        check_keys(type(self).__name__, action_dict, actors=self._actors,
+                   possible_agents=self.possible_agents, why_not_actor=self._why_not_actor)
         inner: MultiAgentDict = {}
         for key, value in action_dict.items():
             members = self.groups.get(key)
             if members is None:
-                self._check_one(key, self.action_spaces[key], value, key)
-                inner[key] = value
+                inner[key] = check_action(key, self.action_spaces[key], value)
                 continue
             if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (Sequence, np.ndarray)) \
                     or len(value) != len(members):
@@ -241,16 +220,17 @@ class GroupAgentsWrapper(MultiAgentEnv):
             for i, member in enumerate(members):
                 if member in self._done:
                     continue  # a member that is done keeps still; its item is ignored
-                self._check_one(key, space.spaces[i], value[i], member)
-                inner[member] = value[i]
+                inner[member] = check_action(key, space.spaces[i], value[i],
+                                             context=f" (member {member!r})")
         return inner
 
-    @staticmethod
-    def _check_one(key: AgentID, space: gym.Space, value: Any, member: AgentID) -> None:
-        why = why_not_in_space(space, value)
-        if why is not None:
-            where = f" (member {member!r})" if member != key else ""
-            raise ActionError(key, value, expected=f"an action in {space}{where} ({why})")
+    def _why_not_actor(self, key: AgentID) -> str:
+        if key in self.agent_id_to_group:
+            return (f"it is a member of group {self.agent_id_to_group[key]!r}; its action goes "
+                    "inside the group's tuple")
+        if key in self.possible_agents:
+            return "it did not receive an observation in the last step"
+        return "it is not an agent or group of this env"
 
     # -- grouping the outputs -----------------------------------------------------------
 
@@ -350,7 +330,7 @@ class GroupAgentsWrapper(MultiAgentEnv):
         if over:
             self._actors = []
             self.agents = []
-            self._cannot_step = self._cannot_step or _EPISODE_OVER
+            self._cannot_step = self._cannot_step or EPISODE_OVER
             return
         self._actors = [k for k in out_obs if k not in self._done]
         live = _grouped_order(list(getattr(self.env, "agents", []) or []), self.agent_id_to_group)

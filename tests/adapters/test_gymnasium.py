@@ -199,9 +199,9 @@ def test_step_errors_leave_every_copy_unchanged() -> None:
     states = [np.array(e.unwrapped.state) for e in env.envs]
     bad = [
         ({0: 0}, "Add an action for 1"),
-        ({0: 0, 1: 0, 2: 0}, "2 is not an agent of this env; its agents are \\[0, 1\\]"),
+        ({0: 0, 1: 0, 2: 0}, "2 is not an agent of MultiEnv; its agents are \\[0, 1\\]"),
         ({0: 0, 1: 5}, r"Bad action for 1: got 5, expected an action in Discrete\(2\)"),
-        ([0, 0], "expected a dict mapping each of \\[0, 1\\]"),
+        ([0, 0], "expected a dict mapping each actor of \\[0, 1\\]"),
     ]
     for actions, match in bad:
         with pytest.raises(ActionError, match=match):
@@ -219,7 +219,7 @@ def test_action_for_a_finished_copy_is_refused() -> None:
         _, _, terminateds, _, _ = env.step({0: 0, 1: t % 2})
         t += 1
     assert terminateds[0] and not terminateds[ALL]
-    with pytest.raises(ActionError, match="0's env already terminated or truncated"):
+    with pytest.raises(ActionError, match="0: its env already terminated or truncated"):
         env.step({0: 0, 1: 0})
 
 

@@ -314,15 +314,17 @@ def test_illegal_action_terminate_like_pettingzoo() -> None:
 @pytest.mark.parametrize(
     ("actions", "match"),
     [
-        ({}, r"Bad action for 'player_0': got 'no action', expected an action for every actor"),
-        ({"player_1": 0}, r"'player_1' is not to move now"),
-        ({"player_0": 0, "player_1": 0}, r"'player_1' is not to move now"),
-        ({"dealer": 0}, r"'dealer' is not an agent of this game"),
-        ({"player_0": 9}, r"got 9, expected an integer action in \[0, 8\] \(Discrete\(9\)\)"),
-        ({"player_0": -1}, r"got -1, expected an integer action in \[0, 8\]"),
-        ({"player_0": True}, r"got True, expected an integer action .*not bool"),
-        ({"player_0": 1.0}, r"not float"),
-        ({"player_0": "4"}, r"not str"),
+        ({}, r"Bad action for 'player_0': got \{\}, expected an action for every actor"),
+        ({"player_1": 0}, r"'player_1' did not receive an observation in the last step"),
+        ({"player_0": 0, "player_1": 0}, r"'player_1' did not receive an observation"),
+        ({"dealer": 0}, r"'dealer' is not an agent of tic_tac_toe\(\)"),
+        ({"player_0": 9}, r"got 9, expected an action in Discrete\(9\) \(9 \(int\) is not an "
+                          r"integer in \[0, 8\]\)"),
+        ({"player_0": -1}, r"got -1, expected an action in Discrete\(9\)"),
+        ({"player_0": True}, r"got True, expected an action in Discrete\(9\) \(True is a bool"),
+        ({"player_0": 1.0}, r"1.0 \(float\) is not an integer"),
+        ({"player_0": "4"}, r"'4' \(str\) is not an integer"),
+        ({"player_0": np.array([4])}, r"array\(\[4\]\) \(ndarray\) is not an integer"),
         ([4], r"Bad action in the action dict: got \[4\], expected a dict mapping each actor"),
     ],
 )
@@ -345,7 +347,7 @@ def test_missing_actor_in_a_simultaneous_step() -> None:
 
 def test_step_before_reset_and_after_the_end() -> None:
     env = from_openspiel("matrix_rps")
-    with pytest.raises(ResetNeededError, match="reset\\(\\) was never called"):
+    with pytest.raises(ResetNeededError, match="reset\\(\\) has not been called yet"):
         env.step({"player_0": 0, "player_1": 0})
     env.reset(seed=0)
     _, rewards, terminateds, _, _ = env.step({"player_0": 0, "player_1": 1})

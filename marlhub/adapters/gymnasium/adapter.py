@@ -36,16 +36,15 @@ from marlhub.core import (
     StepResult,
     is_multi_agent_env,
 )
+from marlhub.episode.actions import check_action_dict
+from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
 from marlhub.errors import (
-    ActionError,
     AgentIdError,
     ConfigError,
     ProtocolError,
-    ResetNeededError,
     UnknownEnvError,
     closest,
 )
-from marlhub.spaces import why_not_in_space
 
 __all__ = [
     "GymnasiumMultiEnv",
@@ -56,8 +55,6 @@ __all__ = [
     "make_multi_agent",
 ]
 
-_NOT_RESET = "reset() has not been called yet"
-_EPISODE_OVER = "the episode is over (__all__ was True in the last step)"
 #: The config key that sets how many copies :func:`make_multi_agent` runs.
 NUM_AGENTS = "num_agents"
 
@@ -114,7 +111,7 @@ class GymnasiumMultiEnv(MultiAgentEnv):
         self.terminateds: set[AgentID] = set()
         self.truncateds: set[AgentID] = set()
         self._env_of = dict(zip(ids, envs))
-        self._cannot_step: Optional[str] = _NOT_RESET
+        self._cannot_step: Optional[str] = NOT_RESET
 
     def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
@@ -148,8 +145,7 @@ class GymnasiumMultiEnv(MultiAgentEnv):
             ActionError: an action missing, for an unknown or finished agent, or
                 outside the agent's action space (nothing is stepped then).
         """
-        if self._cannot_step is not None:
-            raise ResetNeededError(type(self).__name__, self._cannot_step)
+        require_running(type(self).__name__, self._cannot_step)
         self._check_actions(action_dict)
         obs: MultiAgentDict = {}
         rewards: MultiAgentDict = {}
@@ -173,38 +169,19 @@ class GymnasiumMultiEnv(MultiAgentEnv):
         terminateds[ALL] = over and every_env_terminated
         truncateds[ALL] = over and not every_env_terminated
         if over:
-            self._cannot_step = _EPISODE_OVER
+            self._cannot_step = EPISODE_OVER
         return obs, rewards, terminateds, truncateds, infos
 
     def _check_actions(self, action_dict: Any) -> None:
-        live = self.agents
-        if not isinstance(action_dict, Mapping):
-            raise ActionError(None, action_dict, expected=f"a dict mapping each of {live} to its action")
-        for agent, action in action_dict.items():
-            if agent not in self._env_of:
-                raise ActionError(
-                    agent, action, expected=f"actions only for the live agents {live}",
-                    fix=f"{agent!r} is not an agent of this env; its agents are {self.possible_agents}.",
-                )
-            if agent not in live:
-                raise ActionError(
-                    agent, action, expected=f"actions only for the live agents {live}",
-                    fix=f"{agent!r}'s env already terminated or truncated in this episode; "
-                    "send actions only for the agents in the last observation dict.",
-                )
-        missing = [a for a in live if a not in action_dict]
-        if missing:
-            raise ActionError(
-                missing[0], dict(action_dict),
-                expected=f"an action for every live agent {live}",
-                fix=f"Add an action for {', '.join(repr(a) for a in missing)}: every copy steps "
-                "in every step.",
-            )
-        for agent in live:
-            space = self.action_spaces[agent]
-            why = why_not_in_space(space, action_dict[agent])
-            if why is not None:
-                raise ActionError(agent, action_dict[agent], expected=f"an action in {space} ({why})")
+        check_action_dict(type(self).__name__, action_dict, actors=self.agents,
+                          possible_agents=self.possible_agents,
+                          space_of=self.action_spaces.__getitem__,
+                          why_not_actor=self._why_not_live)
+
+    def _why_not_live(self, agent: AgentID) -> Optional[str]:
+        if agent in self._env_of:
+            return "its env already terminated or truncated in this episode"
+        return None
 
     def render(self) -> Any:
         """Render the first env, as RLlib's ``MultiEnv`` does."""

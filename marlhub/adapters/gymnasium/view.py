@@ -24,14 +24,15 @@ from marlhub.adapters.apis import to_hub
 from marlhub.adapters.gymnasium.adapter import GymnasiumMultiEnv, is_gymnasium_env
 from marlhub.contract.rules import TURN_ACTORS_EXIST
 from marlhub.core import ALL, AgentID, MultiAgentDict
+from marlhub.episode.actions import check_action, check_action_dict
+from marlhub.episode.status import EPISODE_OVER, NOT_RESET, flag, require_running
 from marlhub.errors import (
     ActionError,
     AgentIdError,
     EnvContractError,
     NotParallelizableError,
-    ResetNeededError,
 )
-from marlhub.spaces import ActionSampler, find_action_mask, why_not_in_space
+from marlhub.spaces import ActionSampler, find_action_mask
 
 __all__ = ["AgentView", "JointView", "Policies", "Policy", "to_gymnasium"]
 
@@ -40,12 +41,7 @@ Policy = Callable[[Any, AgentID], Any]
 #: What ``others=`` takes: None (random legal actions), one policy, or agent id -> policy.
 Policies = Union[None, Policy, Mapping[AgentID, Policy]]
 
-_NOT_RESET = "reset() has not been called yet"
-_EPISODE_OVER = "the agent's episode is over (it terminated or was truncated)"
-
-
-def _flag(table: Mapping[Any, Any], key: Any) -> bool:
-    return bool(table.get(key, False))
+_AGENT_DONE = "the agent's episode is over (it terminated or was truncated)"
 
 
 class _HubDriver:
@@ -73,7 +69,7 @@ class _HubDriver:
             self.last_infos[agent] = infos.get(agent, {})
         for table in (terminateds, truncateds):
             self.done.update(a for a, v in table.items() if a != ALL and v)
-        self.over = _flag(terminateds, ALL) or _flag(truncateds, ALL)
+        self.over = flag(terminateds, ALL) or flag(truncateds, ALL)
         self.actors = [] if self.over else [a for a in obs if a not in self.done]
 
     def mask(self, agent: AgentID) -> Any:
@@ -130,7 +126,7 @@ class AgentView(_RendersHub, gym.Env):
         self._terminated = False
         self._truncated = False
         self._fresh_obs = False
-        self._cannot_step: Optional[str] = _NOT_RESET
+        self._cannot_step: Optional[str] = NOT_RESET
 
     # -- the episode --------------------------------------------------------------
 
@@ -157,7 +153,7 @@ class AgentView(_RendersHub, gym.Env):
         self._cannot_step = None
         steps = self._advance()
         if self._terminated or self._truncated:
-            self._cannot_step = _NOT_RESET
+            self._cannot_step = NOT_RESET
             raise AgentIdError(
                 self.agent_id,
                 f"{self.agent_id!r} got no observation in the episode begun by reset(seed={seed!r}): "
@@ -179,20 +175,17 @@ class AgentView(_RendersHub, gym.Env):
                 its space, nothing is stepped then; or the hub env rejects it
                 (a masked-out action, say).
         """
-        if self._cannot_step is not None:
-            raise ResetNeededError(type(self).__name__, self._cannot_step)
+        require_running(type(self).__name__, self._cannot_step)
         # Space only: whether a masked-out action is illegal is the hub env's call
         # (Gymnasium's Taxi, say, publishes a mask but accepts every action).
-        why = why_not_in_space(self.action_space, action)
-        if why is not None:
-            raise ActionError(self.agent_id, action, expected=f"an action in {self.action_space} ({why})")
+        check_action(self.agent_id, self.action_space, action)
         actions = {a: self._other_action(a) for a in self._hub.actors if a != self.agent_id}
         actions[self.agent_id] = action
         self._step_hub(actions)
         self._advance()
         reward, self._pending = self._pending, 0.0
         if self._terminated or self._truncated:
-            self._cannot_step = _EPISODE_OVER
+            self._cannot_step = _AGENT_DONE
         info = dict(self._hub.last_infos.get(self.agent_id, {})) if self._fresh_obs else {}
         return self._agent_obs(), float(reward), self._terminated, self._truncated, info
 
@@ -218,8 +211,8 @@ class AgentView(_RendersHub, gym.Env):
         self._pending += float(rewards.get(me, 0.0))
         if me in obs:
             self._fresh_obs = True
-        self._terminated = _flag(terminateds, me) or _flag(terminateds, ALL)
-        self._truncated = _flag(truncateds, me) or _flag(truncateds, ALL)
+        self._terminated = flag(terminateds, me) or flag(terminateds, ALL)
+        self._truncated = flag(truncateds, me) or flag(truncateds, ALL)
 
     def _agent_obs(self) -> Any:
         obs = self._hub.last_obs[self.agent_id]
@@ -238,12 +231,8 @@ class AgentView(_RendersHub, gym.Env):
             sampler = cast(ActionSampler, self._sampler)  # set by reset()
             return sampler.sample(agent, space, mask)
         action = policy(self._hub.last_obs[agent], agent)
-        why = why_not_in_space(space, action)
-        if why is not None:
-            raise ActionError(
-                agent, action, expected=f"an action in {space} ({why})",
-                fix=f"The others= policy for {agent!r} chose it; make it return legal actions.",
-            )
+        check_action(agent, space, action,
+                     fix=f"The others= policy for {agent!r} chose it; make it return legal actions.")
         return action
 
     def lossless_hub_env(self) -> Any:
@@ -312,7 +301,7 @@ class JointView(_RendersHub, gym.Env):
         self.render_mode = getattr(hub_env, "render_mode", None)
         self._keys: list[AgentID] = list(self.observation_space.spaces)
         self._hub = _HubDriver(hub_env)
-        self._cannot_step: Optional[str] = _NOT_RESET
+        self._cannot_step: Optional[str] = NOT_RESET
 
     def reset(
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
@@ -344,15 +333,14 @@ class JointView(_RendersHub, gym.Env):
                 hub env rejects an action (a masked-out one, say).
             NotParallelizableError: after the step, some live agent does not act.
         """
-        if self._cannot_step is not None:
-            raise ResetNeededError(type(self).__name__, self._cannot_step)
+        require_running(type(self).__name__, self._cannot_step)
         live = [a for a in self._keys if a not in self._hub.done]
         actions = self._check_actions(action, live)
         result = self.hub_env.step(actions)
         self._hub.record(result)
         obs, rewards, terminateds, truncateds, infos = result
         if self._hub.over:
-            self._cannot_step = "the episode is over (__all__ was True in the last step)"
+            self._cannot_step = EPISODE_OVER
         else:
             self._require_all_acting(
                 self._hub.actors, [a for a in self._keys if a not in self._hub.done]
@@ -365,8 +353,8 @@ class JointView(_RendersHub, gym.Env):
             "truncateds": dict(truncateds),
             "agent_infos": dict(infos),
         }
-        return (joint_obs, float(sum(individual.values())), _flag(terminateds, ALL),
-                _flag(truncateds, ALL), info)
+        return (joint_obs, float(sum(individual.values())), flag(terminateds, ALL),
+                flag(truncateds, ALL), info)
 
     def _check_actions(self, action: Any, live: list[AgentID]) -> MultiAgentDict:
         if not isinstance(action, Mapping):
@@ -375,21 +363,12 @@ class JointView(_RendersHub, gym.Env):
                 fix="The joint view's action space is a Dict over all agents; sample it or build "
                 "such a dict.",
             )
-        for agent in action:
-            if agent not in self.action_space.spaces:
-                raise ActionError(agent, action[agent], expected=f"actions only for {self._keys}",
-                                  fix=f"{agent!r} is not an agent of the env.")
-        missing = [a for a in live if a not in action]
-        if missing:
-            raise ActionError(missing[0], dict(action), expected=f"an action for every live agent {live}",
-                              fix=f"Add an action for {', '.join(repr(a) for a in missing)}.")
+        # Done agents' entries are ignored (the Dict space still has them).
+        live_only = {a: v for a, v in action.items() if a not in self._hub.done}
         # Keyed by agent id (any hashable); gymnasium annotates Dict's keys as str.
         spaces: Mapping[Any, gym.Space] = self.action_space.spaces
-        for agent in live:
-            space = spaces[agent]
-            why = why_not_in_space(space, action[agent])
-            if why is not None:
-                raise ActionError(agent, action[agent], expected=f"an action in {space} ({why})")
+        check_action_dict("JointView", live_only, actors=live, possible_agents=self._keys,
+                          space_of=spaces.__getitem__)
         return {a: action[a] for a in live}
 
     def _require_all_acting(self, actors: list[AgentID], expected: list[AgentID]) -> None:

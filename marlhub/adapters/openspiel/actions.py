@@ -11,13 +11,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
 from marlhub.adapters.openspiel.games import game_string
 from marlhub.core import COMMON, MultiAgentDict, StepResult
+from marlhub.episode.actions import check_action, check_keys
 from marlhub.errors import ActionError, ConfigError
 
 __all__ = ["ILLEGAL_ACTION_MODES", "ActionChecks", "check_options", "make_ids"]
@@ -88,6 +89,9 @@ class ActionChecks:
     illegal_reward: float
     np_random: np.random.Generator
 
+    _action_space: Any
+    game: Any
+
     if TYPE_CHECKING:  # OpenSpielEnv defines it as a read-only property
 
         @property
@@ -99,50 +103,13 @@ class ActionChecks:
     def _flags(self, value: bool) -> dict[Any, bool]:
         raise NotImplementedError
 
-    def _raise_bad_keys(self, action_dict: Any) -> None:
-        expected = self.actors
-        if not isinstance(action_dict, Mapping):
-            raise ActionError(
-                None, action_dict,
-                expected=f"a dict mapping each actor ({expected!r}) to its action",
-            )
-        extra = [a for a in action_dict if a not in expected]
-        if extra:
-            agent = extra[0]
-            who = "not an agent of this game" if agent not in self._player_of else "not to move now"
-            raise ActionError(
-                agent, action_dict[agent],
-                expected=f"actions only for {expected!r} ({agent!r} is {who})",
-                fix="Send actions only for the agents in the last observation dict.",
-            )
-        missing = [a for a in expected if a not in action_dict]
-        raise ActionError(
-            missing[0], "no action",
-            expected=f"an action for every actor: {expected!r}",
-            fix="Send one action for each agent in the last observation dict.",
-        )
+    def _check_keys(self, action_dict: Any) -> None:
+        check_keys(game_string(self.game), action_dict, actors=self.actors,
+                   possible_agents=self._ids)
 
     def _as_action(self, aid: Any, action: Any) -> int:
-        if type(action) is int:
-            value = action
-        elif isinstance(action, np.integer) or (
-            isinstance(action, np.ndarray) and action.shape in ((), (1,))
-            and action.dtype.kind in "iu"
-        ):
-            value = int(action.item() if isinstance(action, np.ndarray) else action)
-        else:
-            raise ActionError(
-                aid, action,
-                expected=f"an integer action in [0, {self.num_actions - 1}] (Discrete("
-                f"{self.num_actions})), not {type(action).__name__}",
-            )
-        if not 0 <= value < self.num_actions:
-            raise ActionError(
-                aid, action,
-                expected=f"an integer action in [0, {self.num_actions - 1}] "
-                f"(Discrete({self.num_actions}))",
-            )
-        return value
+        action = check_action(aid, self._action_space, action)
+        return int(action)
 
     def _legal_text(self, player: int, limit: int = 20) -> str:
         legal = [int(a) for a in np.flatnonzero(self._masks[player])]

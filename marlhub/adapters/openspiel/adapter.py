@@ -35,6 +35,7 @@ from marlhub.core import (
     ResetResult,
     StepResult,
 )
+from marlhub.episode.status import EPISODE_OVER, NOT_RESET
 from marlhub.errors import ConfigError, EnvContractError, ResetNeededError
 
 __all__ = ["ILLEGAL_ACTION_MODES", "OpenSpielEnv"]
@@ -269,10 +270,8 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
                 is left as it was.
         """
         if self._over:
-            raise ResetNeededError(
-                type(self).__name__,
-                "reset() was never called" if self._state is None else "the episode is over",
-            )
+            raise ResetNeededError(type(self).__name__,
+                                   NOT_RESET if self._state is None else EPISODE_OVER)
         actors = self._actors
         state = self._state
         if len(actors) == 1 and type(action_dict) is dict and len(action_dict) == 1:
@@ -280,7 +279,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
             player = actors[0]
             aid = self._ids[player]
             if aid not in action_dict:
-                self._raise_bad_keys(action_dict)
+                self._check_keys(action_dict)
             action = action_dict[aid]
             if type(action) is not int or not 0 <= action < self.num_actions:
                 action = self._as_action(aid, action)
@@ -294,7 +293,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
             chosen, offenders = self._handle_illegal({player: action})
         else:
             if not isinstance(action_dict, Mapping) or set(action_dict) != set(self.actors):
-                self._raise_bad_keys(action_dict)
+                self._check_keys(action_dict)
             chosen = {p: self._as_action(self._ids[p], action_dict[self._ids[p]]) for p in actors}
             illegal = {p: a for p, a in chosen.items() if not self._masks[p][a]}
             offenders = None
