@@ -9,10 +9,11 @@ Rewards count toward the return of whichever agent they name, acting or not.
 An episode ends when ``terminateds["__all__"]`` or ``truncateds["__all__"]`` is
 True, or after ``max_steps`` steps.
 
-Seeding: episode ``i`` (from 0) is reset with ``seed + i`` and its actions
-come from an :class:`~marlhub.spaces.ActionSampler` seeded with ``seed + i``,
-so any single episode can be replayed on its own. ``seed=None`` draws fresh
-entropy for both.
+Seeding: episode ``i`` (from 0) is :class:`~marlhub.episode.RandomEpisode`
+with seed ``seed + i``: reset with it, actions drawn by a sampler seeded with
+it, so any single episode can be replayed on its own, and ``marlhub run
+--seed S`` plays the episodes ``marlhub check --seed S`` plays. ``seed=None``
+draws fresh entropy for both.
 
 It is used by ``marlhub run``, tests and benchmarks. Timing covers resets,
 steps and action sampling.
@@ -34,10 +35,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from marlhub.adapters import to_hub
+from marlhub.adapters.apis import to_hub
+from marlhub.contract import rules
 from marlhub.core import ALL, AgentID
+from marlhub.episode.play import RandomEpisode, episode_seed
 from marlhub.errors import EnvContractError
-from marlhub.spaces import ActionSampler, find_action_mask
 
 __all__ = ["RolloutStats", "random_rollout"]
 
@@ -149,57 +151,17 @@ def random_rollout(
         _check_int("max_steps", max_steps, minimum=1)
     env = to_hub(env)
     name = type(getattr(env, "unwrapped", env)).__name__
-    get_space = getattr(env, "get_action_space", None)
-    if not callable(get_space):
-        get_space = env.action_spaces.__getitem__
-
     all_returns: list[dict[AgentID, float]] = []
     lengths: list[int] = []
     cut_short = 0
     order: dict[AgentID, None] = {}
     start = time.perf_counter()
     for episode in range(episodes):
-        episode_seed = None if seed is None else seed + episode
-        sampler = ActionSampler(episode_seed)
-        obs, infos = env.reset(seed=episode_seed)
-        infos = infos or {}
-        returns: dict[AgentID, float] = dict.fromkeys(obs, 0.0)
-        actors = list(obs)
-        steps = 0
-        while True:
-            if max_steps is not None and steps >= max_steps:
-                cut_short += 1
-                break
-            if not actors:
-                raise _contract(
-                    name, "TURN_ACTORS_EXIST",
-                    f"after step {steps} of episode {episode} no agent is left to act "
-                    f"(obs keys {list(obs)}) but '__all__' is not True",
-                )
-            actions = {
-                agent: sampler.sample(
-                    agent, get_space(agent), find_action_mask(obs[agent], infos.get(agent))
-                )
-                for agent in actors
-            }
-            obs, rewards, terminateds, truncateds, infos = env.step(actions)
-            infos = infos or {}
-            steps += 1
-            for agent, reward in rewards.items():
-                returns[agent] = returns.get(agent, 0.0) + _as_float(name, agent, reward)
-            for agent in obs:
-                returns.setdefault(agent, 0.0)
-            if ALL not in terminateds or ALL not in truncateds:
-                raise _contract(
-                    name, "DONE_ALL_PRESENT",
-                    f"step {steps} of episode {episode} returned terminateds keys "
-                    f"{list(terminateds)} and truncateds keys {list(truncateds)}; both need '__all__'",
-                )
-            if terminateds[ALL] or truncateds[ALL]:
-                break
-            actors = [a for a in obs if not (terminateds.get(a) or truncateds.get(a))]
+        played = RandomEpisode(env, episode_seed(seed, episode), max_steps=max_steps)
+        returns = _episode_returns(name, episode, played)
+        cut_short += played.cut
         all_returns.append(returns)
-        lengths.append(steps)
+        lengths.append(len(played.actions))
         order.update(dict.fromkeys(returns))
         if on_episode is not None:
             on_episode(episode + 1, sum(lengths))
@@ -208,6 +170,30 @@ def random_rollout(
     possible = list(getattr(env, "possible_agents", None) or [])
     agents = [a for a in possible if a in order] + [a for a in order if a not in possible]
     return RolloutStats(all_returns, lengths, cut_short, agents, seed, wall_time)
+
+
+def _episode_returns(name: str, episode: int, played: RandomEpisode) -> dict[AgentID, float]:
+    """Play ``played`` to its end; return each taking-part agent's sum of rewards."""
+    returns: dict[AgentID, float] = {}
+    for step in played:
+        for agent, reward in step.rewards.items():
+            returns[agent] = returns.get(agent, 0.0) + _as_float(name, agent, reward)
+        for agent in step.obs:
+            returns.setdefault(agent, 0.0)
+        if step.index and (ALL not in step.terminateds or ALL not in step.truncateds):
+            raise EnvContractError(
+                name, rules.DONE_ALL_PRESENT,
+                f"step {step.index} of episode {episode} returned terminateds keys "
+                f"{list(step.terminateds)} and truncateds keys {list(step.truncateds)}; both "
+                "need '__all__'",
+            )
+    if played.stalled:
+        raise EnvContractError(
+            name, rules.TURN_ACTORS_EXIST,
+            f"after step {len(played.actions)} of episode {episode} no agent is left to act "
+            f"(obs keys {list(step.obs)}) but '__all__' is not True",
+        )
+    return returns
 
 
 def _check_int(what: str, value: Any, *, minimum: int) -> None:
@@ -221,14 +207,6 @@ def _as_float(env_name: str, agent: AgentID, reward: Any) -> float:
             raise TypeError
         return float(reward)
     except (TypeError, ValueError):
-        raise _contract(
-            env_name, "REWARD_SCALAR", f"the reward for {agent!r} is {reward!r}, not a number"
+        raise EnvContractError(
+            env_name, rules.REWARD_SCALAR, f"the reward for {agent!r} is {reward!r}, not a number"
         ) from None
-
-
-def _contract(env_name: str, rule_constant: str, problem: str) -> EnvContractError:
-    from marlhub.contract import (
-        rules,  # lazily: rollouts do not need the suite otherwise
-    )
-
-    return EnvContractError(env_name, getattr(rules, rule_constant), problem)

@@ -38,7 +38,8 @@ from marlhub.conformance.report import Finding, Report, Reproducer
 from marlhub.contract import rules
 from marlhub.contract.checks import TRANSITION_CHECKS, SpaceCache, Transition
 from marlhub.contract.compare import why_different
-from marlhub.spaces import ActionSampler, find_action_mask
+from marlhub.episode.play import RandomEpisode, Step
+from marlhub.spaces import find_action_mask
 
 __all__ = ["CheckOptions", "Driver"]
 
@@ -66,6 +67,10 @@ class CheckOptions:
     strict: bool = False
     timeout: Optional[float] = None
     replay: bool = True
+
+
+class _NoActionSpace(Exception):
+    """get_action_space raised while choosing actions (reported as space.defined)."""
 
 
 @dataclass
@@ -109,6 +114,8 @@ class Driver:
         self.suppressed: dict[str, int] = {}
         # reset() keywords the env takes; a missing `options` is reported once, not per call.
         self._reset_options: dict[str, Any] = {"options": None}
+        # env.agents just before the call being judged (read when its actions are chosen).
+        self._agents_before: Optional[list[Any]] = None
 
     # -- reporting ----------------------------------------------------------------
 
@@ -275,92 +282,77 @@ class Driver:
     def _play(self, episode: int) -> _Episode:
         seed = self.options.seed + episode
         played = _Episode(seed)
-        sampler = ActionSampler(seed=[abs(self.options.seed), episode])
         env = self.env
-
-        def where(step: int, agent: Any = None) -> dict[str, Any]:
-            return {"episode": episode, "step": step, "agent": agent,
-                    "reproducer": Reproducer(seed, list(played.actions))}
-
+        run = RandomEpisode(
+            env, seed, max_steps=self.options.max_steps, reset_kwargs=self._reset_options,
+            read_reset=unpack_reset, read_step=unpack_step,
+            choose=lambda actors, obs, infos: self._choose(run, actors, obs, infos, episode),
+        )
+        played.actions = run.actions
+        appeared: set[Any] = set()
+        done: set[Any] = set()
         try:
             possible = list(env.possible_agents)
-            agents_before = read_agents(env)
-            obs, infos = unpack_reset(env.reset(seed=seed, **self._reset_options))
+            self._agents_before = read_agents(env)
+            for step in run:
+                transition = self._transition(step, possible, frozenset(appeared),
+                                              frozenset(done))
+                self._judge(transition, self._where(episode, seed, run, step.index))
+                played.trace.append((step.obs, step.rewards, step.terminateds, step.truncateds))
+                played.ended = step.over
+                appeared |= set(step.obs)
+                done |= transition.done_now
         except EnvTimeout:
             raise
-        except Malformed as bad:
-            self.add(bad.rule, str(bad), **where(0))
-            played.aborted = True
-            return played
         except Exception as exc:
-            self.add(rules.ENV_RAISED,
-                     f"reset(seed={seed}) raised {type(exc).__name__}: {exc}; reset must work for "
-                     "any seed.", **where(0))
             played.aborted = True
+            self._report_raised(exc, run, self._where(episode, seed, run, len(run.actions)))
             return played
-
-        transition = Transition(
-            kind="reset", index=0, obs=obs, infos=infos, possible_agents=possible,
-            possible_now=read_possible(env), agents_before=agents_before,
-            agents_after=read_agents(env), appeared=frozenset(), done_before=frozenset(),
-        )
-        self._judge(transition, where(0))
-        played.trace.append((obs, {}, {}, {}))
-        appeared = set(obs)
-        done: set[Any] = set()
-
-        for step in range(1, self.options.max_steps + 1):
-            actors = transition.actors
-            if not actors:
-                played.aborted = True  # turn.actors_exist was reported; nothing to send
-                return played
-            try:
-                actions = self._choose(actors, transition.obs, transition.infos, sampler,
-                                       where(step))
-            except Malformed:
-                played.aborted = True  # space.defined was reported
-                return played
-            played.actions.append(actions)
-            self.report.steps += 1
-            agents_before = read_agents(env)
-            try:
-                out = env.step(actions)
-                obs, rewards, terminateds, truncateds, infos = unpack_step(out)
-            except EnvTimeout:
-                raise
-            except Malformed as bad:
-                self.add(bad.rule, str(bad), **where(step))
-                played.aborted = True
-                return played
-            except Exception as exc:
-                self.add(rules.TURN_ACTIONS_ACCEPTED,
-                         f"step() raised {type(exc).__name__}: {exc} on a valid action dict "
-                         f"{short(actions)} for exactly the actors {actors!r}; an env must accept "
-                         "one legal action per actor.", **where(step))
-                played.aborted = True
-                return played
-            transition = Transition(
-                kind="step", index=step, obs=obs, infos=infos, rewards=rewards,
-                terminateds=terminateds, truncateds=truncateds, actions=actions,
-                possible_agents=possible, possible_now=read_possible(env),
-                agents_before=agents_before, agents_after=read_agents(env),
-                appeared=frozenset(appeared), done_before=frozenset(done),
-            )
-            self._judge(transition, where(step))
-            played.trace.append((obs, rewards, terminateds, truncateds))
-            appeared |= set(obs)
-            done |= transition.done_now
-            if transition.over:
-                played.ended = True
-                return played
-        self.add(rules.EPISODE_ENDS,
-                 f"the episode did not end within {self.options.max_steps} steps; end it with "
-                 "__all__ (e.g. truncate at a step limit) or raise --max-steps if it is just long.",
-                 episode=episode, step=self.options.max_steps)
+        finally:
+            self.report.steps += len(run.actions)
+        played.aborted = run.stalled  # turn.actors_exist was reported; nothing to send
+        if run.cut:
+            self.add(rules.EPISODE_ENDS,
+                     f"the episode did not end within {self.options.max_steps} steps; end it with "
+                     "__all__ (e.g. truncate at a step limit) or raise --max-steps if it is just "
+                     "long.", episode=episode, step=self.options.max_steps)
         return played
 
-    def _choose(self, actors: list[Any], obs: Mapping[Any, Any], infos: Mapping[Any, Any],
-                sampler: ActionSampler, where: dict[str, Any]) -> dict[Any, Any]:
+    def _transition(self, step: Step, possible: list[Any], appeared: frozenset[Any],
+                    done_before: frozenset[Any]) -> Transition:
+        return Transition(
+            kind="step" if step.index else "reset", index=step.index, obs=step.obs,
+            infos=step.infos, rewards=step.rewards, terminateds=step.terminateds,
+            truncateds=step.truncateds, actions=step.actions or {}, possible_agents=possible,
+            possible_now=read_possible(self.env), agents_before=self._agents_before,
+            agents_after=read_agents(self.env), appeared=appeared, done_before=done_before,
+        )
+
+    @staticmethod
+    def _where(episode: int, seed: int, run: RandomEpisode, step: int,
+               agent: Any = None) -> dict[str, Any]:
+        return {"episode": episode, "step": step, "agent": agent,
+                "reproducer": Reproducer(seed, list(run.actions))}
+
+    def _report_raised(self, exc: BaseException, run: RandomEpisode,
+                       where: dict[str, Any]) -> None:
+        if isinstance(exc, _NoActionSpace):
+            return  # space.defined was reported
+        if isinstance(exc, Malformed):
+            self.add(exc.rule, str(exc), **where)
+        elif run.calling == "reset":
+            self.add(rules.ENV_RAISED,
+                     f"reset(seed={run.seed}) raised {type(exc).__name__}: {exc}; reset must work "
+                     "for any seed.", **where)
+        else:
+            self.add(rules.TURN_ACTIONS_ACCEPTED,
+                     f"step() raised {type(exc).__name__}: {exc} on a valid action dict "
+                     f"{short(run.actions[-1])} for exactly the actors {list(run.actions[-1])!r}; "
+                     "an env must accept one legal action per actor.", **where)
+
+    def _choose(self, run: RandomEpisode, actors: list[Any], obs: Mapping[Any, Any],
+                infos: Mapping[Any, Any], episode: int) -> dict[Any, Any]:
+        where = self._where(episode, run.seed or 0, run, len(run.actions) + 1)
         actions = {}
         for agent in actors:
             try:
@@ -369,7 +361,7 @@ class Driver:
                 self.add(rules.SPACE_DEFINED,
                          f"get_action_space({agent!r}) raised {type(exc).__name__}: {exc}",
                          **{**where, "agent": agent})
-                raise Malformed(rules.SPACE_DEFINED, "no action space") from exc
+                raise _NoActionSpace() from exc
             info = infos.get(agent) if isinstance(infos, Mapping) else None
             mask = find_action_mask(obs.get(agent), info if isinstance(info, Mapping) else None)
             if mask is not None and not mask.any():
@@ -377,7 +369,8 @@ class Driver:
                          f"the action mask of {agent!r} allows no action, yet it is asked to act; "
                          "give every actor at least one legal action, or do not ask it to act.",
                          **{**where, "agent": agent})
-            actions[agent] = sampler.sample(agent, space, mask)
+            actions[agent] = run.sampler.sample(agent, space, mask)
+        self._agents_before = read_agents(self.env)
         return actions
 
     def _judge(self, transition: Transition, where: dict[str, Any]) -> None:

@@ -33,6 +33,7 @@ import numpy as np
 
 from marlhub.contract import rules
 from marlhub.core import ALL, COMMON
+from marlhub.episode.status import actors_of, done_agents, episode_over, flag, truthy
 from marlhub.spaces import why_not_in_space
 
 __all__ = [
@@ -100,40 +101,27 @@ class Transition:
     @property
     def terminated_all(self) -> bool:
         """Whether ``__all__`` is True in terminateds."""
-        return _truthy(self.terminateds.get(ALL, False))
+        return flag(self.terminateds, ALL)
 
     @property
     def truncated_all(self) -> bool:
         """Whether ``__all__`` is True in truncateds."""
-        return _truthy(self.truncateds.get(ALL, False))
+        return flag(self.truncateds, ALL)
 
     @property
     def over(self) -> bool:
         """Whether this call ended the episode."""
-        return self.terminated_all or self.truncated_all
+        return episode_over(self.terminateds, self.truncateds)
 
     @property
     def done_now(self) -> set[Any]:
         """Agents flagged terminated or truncated in this call."""
-        return {
-            a for d in (self.terminateds, self.truncateds) for a, v in d.items()
-            if a != ALL and _truthy(v)
-        }
+        return done_agents(self.terminateds, self.truncateds)
 
     @property
     def actors(self) -> list[Any]:
         """Agents in the obs dict that are not done in it: they act next."""
-        if self.over:
-            return []
-        done = self.done_now
-        return [a for a in self.obs if a not in done]
-
-
-def _truthy(value: Any) -> bool:
-    try:
-        return bool(value)
-    except Exception:  # an array with several values: treated as not a flag
-        return False
+        return actors_of(self.obs, self.terminateds, self.truncateds)
 
 
 class SpaceCache:
@@ -316,7 +304,7 @@ def check_done_final(t: Transition, spaces: Any) -> list[Issue]:
                 ))
     for name, table in (("terminateds", t.terminateds), ("truncateds", t.truncateds)):
         for agent, value in table.items():
-            if agent in t.done_before and not _truthy(value):
+            if agent in t.done_before and not truthy(value):
                 issues.append(Issue(
                     f"{name}[{agent!r}] is False but {agent!r} was done earlier; a done agent "
                     "cannot come back within the episode.",
@@ -329,9 +317,9 @@ def check_truncation_has_obs(t: Transition, spaces: Any) -> list[Issue]:
     """done.truncation_has_obs: an acting agent truncated in a step gets its last obs."""
     issues = []
     for agent in t.actions:
-        if _truthy(t.terminateds.get(agent, False)):
+        if truthy(t.terminateds.get(agent, False)):
             continue
-        truncated = _truthy(t.truncateds.get(agent, False)) or (
+        truncated = truthy(t.truncateds.get(agent, False)) or (
             t.truncated_all and not t.terminated_all
         )
         if truncated and agent not in t.obs:

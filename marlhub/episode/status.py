@@ -32,6 +32,7 @@ __all__ = [
     "episode_over",
     "flag",
     "require_running",
+    "truthy",
 ]
 
 #: Why ``step`` is refused before the first ``reset``.
@@ -50,6 +51,20 @@ def require_running(env_name: str, reason: Optional[str]) -> None:
         raise ResetNeededError(env_name, reason)
 
 
+def truthy(value: Any) -> bool:
+    """Return ``bool(value)``, False for values whose truth is ambiguous (arrays of several).
+
+    Example:
+        >>> import numpy as np
+        >>> truthy(np.bool_(True)), truthy(np.array([True, False]))
+        (True, False)
+    """
+    try:
+        return bool(value)
+    except Exception:  # an array with several values is no flag
+        return False
+
+
 def flag(table: Mapping[Any, Any], key: Any) -> bool:
     """Return ``table[key]`` as a bool, False when absent.
 
@@ -57,7 +72,7 @@ def flag(table: Mapping[Any, Any], key: Any) -> bool:
         >>> flag({"a": True}, "a"), flag({}, "a")
         (True, False)
     """
-    return bool(table.get(key, False))
+    return truthy(table.get(key, False))
 
 
 def episode_over(terminateds: Mapping[Any, Any], truncateds: Mapping[Any, Any]) -> bool:
@@ -72,7 +87,7 @@ def done_agents(*tables: Mapping[Any, Any]) -> set[AgentID]:
         >>> sorted(done_agents({"a": True, "b": False, "__all__": False}, {"c": True}))
         ['a', 'c']
     """
-    return {a for table in tables for a, v in table.items() if a != ALL and v}
+    return {a for table in tables for a, v in table.items() if a != ALL and truthy(v)}
 
 
 def actors_of(obs: Iterable[AgentID], terminateds: Mapping[Any, Any],
@@ -83,4 +98,5 @@ def actors_of(obs: Iterable[AgentID], terminateds: Mapping[Any, Any],
     """
     if episode_over(terminateds, truncateds):
         return []
-    return [a for a in obs if not (terminateds.get(a) or truncateds.get(a))]
+    done = done_agents(terminateds, truncateds)
+    return [a for a in obs if a not in done]

@@ -32,8 +32,9 @@ import numpy as np
 
 from marlhub.adapters.openspiel.games import import_pyspiel
 from marlhub.core import ALL
+from marlhub.episode.play import RandomEpisode, episode_seed
 from marlhub.errors import ConfigError, EnvContractError, EnvRegistrationError
-from marlhub.spaces import ACTION_MASK_KEY, ActionSampler, find_action_mask
+from marlhub.spaces import ACTION_MASK_KEY, find_action_mask
 
 __all__ = ["to_openspiel"]
 
@@ -105,27 +106,16 @@ class _Probe:
         self.zero_sum = True
         self.longest = 0
         env = make()
-        sampler = ActionSampler(seed)
         for episode in range(episodes):
-            obs, infos = env.reset(seed=seed + episode)
             totals: dict[Any, float] = {}
-            done: dict[Any, Any] = {}
-            for step in range(max_steps):
-                actors = [a for a in obs if not done.get(a)]
-                self.max_actors = max(self.max_actors, len(actors))
-                actions = {a: sampler.sample(a, env.get_action_space(a),
-                                             find_action_mask(obs[a], infos.get(a)))
-                           for a in actors}
-                obs, rewards, terminateds, truncateds, infos = env.step(actions)
-                done = {a: terminateds.get(a, False) or truncateds.get(a, False) for a in obs}
-                over = terminateds.get(ALL, False) or truncateds.get(ALL, False)
-                for agent, reward in rewards.items():
+            for step in RandomEpisode(env, episode_seed(seed, episode), max_steps=max_steps):
+                self.max_actors = max(self.max_actors, len(step.actors))
+                for agent, reward in step.rewards.items():
                     totals[agent] = totals.get(agent, 0.0) + float(reward)
-                    if reward and not over:
+                    if reward and not step.over:
                         self.intermediate_rewards = True
-                if over:
-                    self.longest = max(self.longest, step + 1)
-                    break
+                if step.over:
+                    self.longest = max(self.longest, step.index)
             if abs(sum(totals.values())) > 1e-9:
                 self.zero_sum = False
         close = getattr(env, "close", None)
