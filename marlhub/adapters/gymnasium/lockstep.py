@@ -1,9 +1,10 @@
 """Lockstep comparison of :func:`~marlhub.adapters.gymnasium.make_multi_agent` envs with native copies.
 
-The adapted env and ``num_agents`` native Gymnasium envs (native copy ``i``
-reset with ``seed + i``, as the adapter promises) take the same seeded random
-actions; every observation, reward and done flag must match, and each agent's
-summed rewards must equal its native return.
+The native side is Gymnasium's own: ``num_agents`` envs made by
+``gymnasium.make(env_id, **kwargs)`` (or by the user's creator), copy ``i``
+reset with ``seed + i`` as the adapter promises, each stepped with its agent's
+action while it runs. Every observation, reward and done flag must match, and
+each agent's summed rewards must equal its native return.
 
 Example:
     >>> compare_with_native("CartPole-v1", {"num_agents": 2}, episodes=2)
@@ -13,22 +14,21 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
-from marlhub.contract.compare import (
-    returns_findings,
-    trajectory_finding,
-    why_different,
-)
+import gymnasium as gym
+
+from marlhub.context import EnvContext
 from marlhub.contract.findings import Finding
-from marlhub.core import ALL
-from marlhub.spaces import ActionSampler
+from marlhub.episode.lockstep import Lockstep, NativeTwin, compare_in_lockstep
+from marlhub.episode.play import Step
+from marlhub.episode.status import episode_over
 
-__all__ = ["compare_with_native"]
+__all__ = ["GymnasiumTwin", "compare_with_native"]
 
 
 def compare_with_native(
-    env_name_or_creator: Union[str, Any],
+    env_name_or_creator: Union[str, Callable[..., Any]],
     config: Optional[Mapping[str, Any]] = None,
     *,
     episodes: int = 5,
@@ -48,62 +48,63 @@ def compare_with_native(
         ``equiv.trajectory`` and ``equiv.returns`` findings; empty when the adapter
         reports exactly what the native envs do.
     """
-    from marlhub.adapters.gymnasium import make_multi_agent
+    from marlhub.adapters.gymnasium.adapter import make_multi_agent
 
-    env_class = make_multi_agent(env_name_or_creator)
-    adapted = env_class(config)
-    native = env_class(config).envs  # built exactly as the adapter builds its copies
-    findings: list[Finding] = []
+    config = dict(config or {})
+    adapted = make_multi_agent(env_name_or_creator)(config)
+    num = int(config.pop("num_agents", 1))
     try:
-        for episode in range(episodes):
-            findings.extend(_one_episode(adapted, native, episode, seed + episode, max_steps))
+        return compare_in_lockstep(
+            adapted, lambda: GymnasiumTwin(env_name_or_creator, config, num),
+            episodes=episodes, seed=seed, max_steps=max_steps,
+        )
     finally:
         adapted.close()
-        for env in native:
-            env.close()
-    return findings
 
 
-def _one_episode(adapted: Any, native: list[Any], episode: int, seed: int,
-                 max_steps: int) -> list[Finding]:
-    agents = list(adapted.possible_agents)
-    sampler = ActionSampler(seed)
-    actions: list[dict[Any, Any]] = []
+class GymnasiumTwin(NativeTwin):
+    """``num`` native Gymnasium envs, made by Gymnasium (or the creator), one per agent ``0..n-1``."""
 
-    def differ(what: str, reason: str, agent: Any = None) -> list[Finding]:
-        return [trajectory_finding(what, reason, episode=episode, step=len(actions), seed=seed,
-                                   actions=actions, agent=agent)]
+    def __init__(self, source: Union[str, Callable[..., Any]], kwargs: Mapping[str, Any],
+                 num: int) -> None:
+        if isinstance(source, str):
+            self.envs = [gym.make(source, **kwargs) for _ in range(num)]
+        else:
+            self.envs = [source(EnvContext(kwargs)) for _ in range(num)]
+        self.sums: dict[Any, float] = {}
+        self.live: list[int] = []
 
-    obs, _ = adapted.reset(seed=seed)
-    for i, agent in enumerate(agents):
-        native_obs, _ = native[i].reset(seed=seed + i)
-        reason = why_different(obs.get(agent), native_obs, f"[{agent!r}]")
-        if reason:
-            return differ("observations", reason, agent)
-    returns = {a: 0.0 for a in agents}
-    native_returns = {a: 0.0 for a in agents}
-    live = list(agents)
-    for _ in range(max_steps):
-        action = {a: sampler.sample(a, adapted.get_action_space(a)) for a in live}
-        actions.append(action)
-        obs, rewards, terminateds, truncateds, _ = adapted.step(action)
+    def reset(self, seed: Optional[int], first: Step, lock: Lockstep) -> None:
+        self.sums = dict.fromkeys(range(len(self.envs)), 0.0)
+        self.live = list(range(len(self.envs)))
+        for i, env in enumerate(self.envs):
+            obs, _ = env.reset(seed=None if seed is None else seed + i)
+            lock.expect("observations", first.obs.get(i), obs, agent=i)
+
+    def step(self, step: Step, lock: Lockstep) -> None:
         still = []
-        for agent in live:
-            o, r, term, trunc, _ = native[agents.index(agent)].step(action[agent])
-            native_returns[agent] += float(r)
-            returns[agent] += float(rewards.get(agent, 0.0))
-            mine = (obs.get(agent), rewards.get(agent), terminateds.get(agent), truncateds.get(agent))
-            theirs = (o, float(r), bool(term), bool(trunc))
-            for what, a, b in zip(("observations", "rewards", "terminateds", "truncateds"), mine, theirs):
-                reason = why_different(a, b, f"[{agent!r}]")
-                if reason:
-                    return differ(what, reason, agent)
+        for agent in self.live:
+            obs, reward, term, trunc, _ = self.envs[agent].step((step.actions or {})[agent])
+            self.sums[agent] += float(reward)
+            adapted = (step.obs.get(agent), step.rewards.get(agent), step.terminateds.get(agent),
+                       step.truncateds.get(agent))
+            native = (obs, float(reward), bool(term), bool(trunc))
+            for what, a, b in zip(("observations", "rewards", "terminateds", "truncateds"),
+                                  adapted, native):
+                lock.expect(what, a, b, agent=agent)
             if not (term or trunc):
                 still.append(agent)
-        live = still
-        over = bool(terminateds.get(ALL)) or bool(truncateds.get(ALL))
-        if over != (not live):
-            return differ("episode end", f"__all__ is {over} but {len(live)} native envs still run")
-        if over:
-            break
-    return returns_findings(returns, native_returns, episode=episode, seed=seed, actions=actions)
+        self.live = still
+        over = episode_over(step.terminateds, step.truncateds)
+        if over != (not still):
+            lock.differ("episode end", f"__all__ is {over} but {len(still)} native envs still run")
+
+    def returns(self) -> Mapping[Any, float]:
+        return self.sums
+
+    def ended(self) -> bool:
+        return not self.live
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()

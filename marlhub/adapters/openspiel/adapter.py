@@ -212,6 +212,11 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         return self._state
 
     @property
+    def start_state(self) -> Optional[Any]:
+        """The state every episode starts from, when the env was made from one (else None)."""
+        return self._start
+
+    @property
     def actors(self) -> list[Any]:
         """The agents expected in the next action dict."""
         return [self._ids[p] for p in self._actors]

@@ -25,30 +25,12 @@ import numpy as np
 
 from marlhub.adapters.openspiel.adapter import OpenSpielEnv
 from marlhub.adapters.openspiel.games import import_pyspiel, native_stderr_captured
-from marlhub.contract.compare import (
-    returns_findings,
-    trajectory_finding,
-    why_different,
-)
-from marlhub.contract.findings import Finding, Reproducer
-from marlhub.contract.rules import EQUIV_TRAJECTORY
+from marlhub.contract.findings import Finding
 from marlhub.core import ALL
-from marlhub.spaces import ActionSampler, find_action_mask
+from marlhub.episode.lockstep import Diverged, Lockstep, NativeTwin, compare_in_lockstep
+from marlhub.episode.play import Step
 
-__all__ = ["compare_with_native"]
-
-
-class _Diverged(Exception):
-    def __init__(self, what: str, reason: str) -> None:
-        super().__init__(what, reason)
-        self.what = what
-        self.reason = reason
-
-
-def _expect(what: str, adapted: Any, native: Any) -> None:
-    reason = why_different(adapted, native)
-    if reason:
-        raise _Diverged(what, reason)
+__all__ = ["StateTwin", "compare_with_native"]
 
 
 def compare_with_native(
@@ -83,11 +65,8 @@ def compare_with_native(
         from marlhub.adapters.openspiel import from_openspiel
 
         env = from_openspiel(game_or_env, **options)
-    findings: list[Finding] = []
-    twins: dict[int, Any] = {}
-    for episode in range(episodes):
-        findings.extend(_episode(env, episode, seed + episode, max_steps, twins))
-    return findings
+    return compare_in_lockstep(env, lambda: StateTwin(env), episodes=episodes, seed=seed,
+                               max_steps=max_steps)
 
 
 def _native_game(env: OpenSpielEnv, twins: dict[int, Any]) -> Any:
@@ -109,15 +88,20 @@ def _native_game(env: OpenSpielEnv, twins: dict[int, Any]) -> Any:
     return twins[id(game)][1]
 
 
-class _Native:
-    """The native state, read in hub terms through the State's own methods."""
+class StateTwin(NativeTwin):
+    """A native ``pyspiel.State`` of a second copy of the game, read through its own methods.
 
-    def __init__(self, env: OpenSpielEnv, twins: dict[int, Any]) -> None:
-        start = env._start
-        self.state = (start.clone() if start is not None
-                      else _native_game(env, twins).new_initial_state())
+    It gets the adapted env's player actions and chance outcomes (each checked
+    to be a possible outcome of the native chance node), and is read with
+    ``observation_tensor``/``legal_actions``/``returns``, not the observer
+    buffers the adapter uses.
+    """
+
+    def __init__(self, env: OpenSpielEnv) -> None:
         self.env = env
-        self.returns = [0.0] * env.num_players
+        self.twins: dict[int, Any] = {}
+        self.state: Any = None
+        self.reported = [0.0] * env.num_players
 
     def mirror_chance(self) -> None:
         """Apply, at each chance node, the outcome the adapted env drew."""
@@ -125,12 +109,12 @@ class _Native:
         while state.is_chance_node():
             index = len(state.history())
             if index >= len(history):
-                raise _Diverged("chance outcomes", f"the native state is at a chance node at "
+                raise Diverged("chance outcomes", f"the native state is at a chance node at "
                                 f"move {index} but the adapted env's history ends there")
             outcome = history[index]
             possible = [a for a, p in state.chance_outcomes() if p > 0]
             if outcome not in possible:
-                raise _Diverged("chance outcomes", f"outcome {outcome} at move {index} is not "
+                raise Diverged("chance outcomes", f"outcome {outcome} at move {index} is not "
                                 f"a possible outcome of the native chance node {possible[:20]}")
             state.apply_action(outcome)
 
@@ -164,93 +148,60 @@ class _Native:
 
     def rewards(self) -> dict[Any, float]:
         now = list(self.state.returns())
-        deltas = {self.env.agent_id(p): now[p] - self.returns[p] for p in range(len(now))}
-        self.returns = now
+        deltas = {self.env.agent_id(p): now[p] - self.reported[p] for p in range(len(now))}
+        self.reported = now
         return deltas
 
+    def reset(self, seed: Optional[int], first: Step, lock: Lockstep) -> None:
+        start = self.env.start_state
+        self.state = (start.clone() if start is not None
+                      else _native_game(self.env, self.twins).new_initial_state())
+        self.reported = [0.0] * self.env.num_players
+        self.mirror_chance()
+        self._expect_actors(first, lock)
 
-def _episode(env: OpenSpielEnv, episode: int, seed: int, max_steps: int,
-             twins: dict[int, Any]) -> list[Finding]:
-    sampler = ActionSampler(seed)
-    actions: list[dict[Any, Any]] = []
-    sums = dict.fromkeys(env.possible_agents, 0.0)
-    step = 0
-    native: Optional[_Native] = None
-    try:
-        try:
-            h_obs, h_infos = env.reset(seed=seed)
-        except Exception as exc:
-            return [_raised(exc, "reset()", episode, 0, seed, actions)]
-        native = _Native(env, twins)
-        native.mirror_chance()
-        players = native.actors()
-        _expect("agent order", list(h_obs), [env.agent_id(p) for p in players])
-        n_obs, n_infos = native.view(players)
-        _expect("observations", h_obs, n_obs)
-        _expect("infos", {a: i for a, i in h_infos.items()}, n_infos)
-        while step < max_steps:
-            joint = {
-                a: sampler.sample(a, env.get_action_space(a), find_action_mask(o, h_infos.get(a)))
-                for a, o in h_obs.items()
-            }
-            actions.append(joint)
-            step += 1
-            try:
-                h_obs, h_rew, h_term, h_trunc, h_infos = env.step(joint)
-            except Exception as exc:
-                return [_raised(exc, "step()", episode, step, seed, actions)]
-            state = native.state
-            if state.is_simultaneous_node():
-                state.apply_actions([joint.get(env.agent_id(p), 0)
-                                     for p in range(env.num_players)])
-            else:
-                state.apply_action(joint[env.agent_id(state.current_player())])
-            native.mirror_chance()
-            _expect("histories", env.state.history(), native.state.history())
-            n_rew = native.rewards()
-            for agent, reward in h_rew.items():
-                sums[agent] += reward
-            _expect_rewards(h_rew, n_rew)
-            terminal = native.state.is_terminal()
-            truncated = not terminal and env.max_steps is not None and step >= env.max_steps
-            if terminal or truncated:
-                everyone = list(range(env.num_players))
-                n_obs, n_infos = native.view(everyone)
-                flags = dict.fromkeys(env.possible_agents, True)
-                _expect("terminateds", h_term, {**dict.fromkeys(flags, terminal), ALL: terminal})
-                _expect("truncateds", h_trunc, {**dict.fromkeys(flags, truncated), ALL: truncated})
-            else:
-                players = native.actors()
-                _expect("agent order", list(h_obs), [env.agent_id(p) for p in players])
-                n_obs, n_infos = native.view(players)
-                _expect("terminateds", h_term, {ALL: False})
-                _expect("truncateds", h_trunc, {ALL: False})
-            _expect("observations", h_obs, n_obs)
-            _expect("infos", h_infos, n_infos)
-            if terminal or truncated:
-                break
-    except _Diverged as exc:
-        return [trajectory_finding(exc.what, exc.reason, episode=episode, step=step, seed=seed,
-                                   actions=actions)]
-    returns = dict(zip(env.possible_agents, native.state.returns()))
-    return returns_findings(sums, returns, episode=episode, seed=seed, actions=actions)
+    def _expect_actors(self, step: Step, lock: Lockstep) -> None:
+        players = self.actors()
+        lock.expect("agent order", list(step.obs), [self.env.agent_id(p) for p in players])
+        obs, infos = self.view(players)
+        lock.expect("observations", step.obs, obs)
+        lock.expect("infos", dict(step.infos), infos)
+
+    def step(self, step: Step, lock: Lockstep) -> None:
+        env, state, joint = self.env, self.state, step.actions or {}
+        if state.is_simultaneous_node():
+            state.apply_actions([joint.get(env.agent_id(p), 0) for p in range(env.num_players)])
+        else:
+            state.apply_action(joint[env.agent_id(state.current_player())])
+        self.mirror_chance()
+        lock.expect("histories", env.state.history(), self.state.history())
+        _expect_rewards(lock, step.rewards, self.rewards())
+        terminal = self.state.is_terminal()
+        truncated = (not terminal and env.max_steps is not None
+                     and len(lock.run.actions) >= env.max_steps)
+        if not (terminal or truncated):
+            self._expect_actors(step, lock)
+            lock.expect("terminateds", step.terminateds, {ALL: False})
+            lock.expect("truncateds", step.truncateds, {ALL: False})
+            return
+        obs, infos = self.view(list(range(env.num_players)))
+        flags = dict.fromkeys(env.possible_agents, True)
+        lock.expect("terminateds", step.terminateds, {**dict.fromkeys(flags, terminal), ALL: terminal})
+        lock.expect("truncateds", step.truncateds,
+                    {**dict.fromkeys(flags, truncated), ALL: truncated})
+        lock.expect("observations", step.obs, obs)
+        lock.expect("infos", dict(step.infos), infos)
+
+    def returns(self) -> Mapping[Any, float]:
+        return dict(zip(self.env.possible_agents, self.state.returns()))
 
 
-def _expect_rewards(adapted: Mapping[Any, float], native: Mapping[Any, float]) -> None:
+def _expect_rewards(lock: Lockstep, adapted: Mapping[Any, float],
+                    native: Mapping[Any, float]) -> None:
     if list(adapted) != list(native):
-        raise _Diverged("rewards", f"keys {list(adapted)} vs {list(native)}")
+        lock.differ("rewards", f"keys {list(adapted)} vs {list(native)}")
     for agent, value in adapted.items():
         # The adapter reports what makes running sums exact, which may differ from a
         # plain difference of returns in the last bits.
         if not math.isclose(value, native[agent], rel_tol=1e-12, abs_tol=1e-9):
-            raise _Diverged("rewards", f"[{agent!r}]: {value!r} vs {native[agent]!r}")
-
-
-def _raised(exc: BaseException, call: str, episode: int, step: int, seed: int,
-            actions: list[dict[Any, Any]]) -> Finding:
-    return Finding(
-        EQUIV_TRAJECTORY, "error",
-        f"The adapted env's {call} raised {type(exc).__name__}: {exc}, where the native state "
-        "plays on. The adapter must accept every game and step the native game does.",
-        episode=episode, step=step, reproducer=Reproducer(seed, list(actions)),
-    )
+            lock.differ("rewards", f"[{agent!r}]: {value!r} vs {native[agent]!r}")

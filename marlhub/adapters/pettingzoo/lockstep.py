@@ -1,13 +1,15 @@
 """Lockstep comparison of :func:`from_pettingzoo` with the native PettingZoo env.
 
 Two instances come from one factory: one is adapted, the other is driven the
-way PettingZoo users drive it (``agent_iter``/``last()``/``step`` for AEC,
-``step(actions)`` for parallel). Both get the same seed and the same seeded
-random legal actions; after every hub step the adapted env's observations,
-agent order, rewards, done flags and infos must be what the native loop saw,
-and at the end of each episode each agent's sum of hub rewards must equal its
-native return (for AEC: the sum of the rewards ``last()`` showed it at each of
-its turns, the final one included).
+way PettingZoo's own documentation drives it, through PettingZoo's own code:
+an AEC env with the ``agent_iter``/``last()``/``step`` loop; a parallel env
+through PettingZoo's ``parallel_to_aec`` conversion, whose tables
+(``observe``, ``rewards``, ``terminations``, ``truncations``) are PettingZoo's
+reading of each parallel step. Both get the same seed and actions (the
+:mod:`marlhub.episode.lockstep` scaffold); after every hub step the adapted
+env's observations, agent order, rewards, done flags and infos must be what
+the native env shows, and each agent's summed hub rewards must equal its
+native return.
 
 Example:
     >>> import pettingzoo
@@ -21,36 +23,13 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
-from marlhub.contract.compare import returns_findings, trajectory_finding, why_different
-from marlhub.contract.findings import Finding, Reproducer
-from marlhub.contract.rules import EQUIV_TRAJECTORY
+from marlhub.contract.findings import Finding
 from marlhub.core import ALL
-from marlhub.spaces import ActionSampler, find_action_mask
+from marlhub.episode.lockstep import Lockstep, NativeTwin, compare_in_lockstep
+from marlhub.episode.play import Step
+from marlhub.episode.status import flag
 
-__all__ = ["compare_with_native"]
-
-
-class _Diverged(Exception):
-    def __init__(self, what: str, reason: str, agent: Any = None) -> None:
-        super().__init__(what, reason)
-        self.what = what
-        self.reason = reason
-        self.agent = agent
-
-
-def _reward_difference(adapted: Any, native: Any) -> Optional[_Diverged]:
-    """Return the difference in rewards, if any: it is reported, but the episode goes on."""
-    reason = why_different(adapted, native)
-    return _Diverged("rewards", reason) if reason else None
-
-
-def _expect(what: str, adapted: Any, native: Any) -> None:
-    both_dicts = isinstance(adapted, Mapping) and isinstance(native, Mapping)
-    if both_dicts and list(adapted) != list(native):
-        raise _Diverged("agent order", f"keys {list(adapted)} vs {list(native)}")
-    reason = why_different(adapted, native)
-    if reason:
-        raise _Diverged(what, reason)
+__all__ = ["AECTwin", "ParallelTwin", "compare_with_native"]
 
 
 def compare_with_native(
@@ -82,49 +61,53 @@ def compare_with_native(
     """
     from marlhub.adapters.pettingzoo import from_pettingzoo, pettingzoo_kind
 
-    adapted_native, native = factory(), factory()
-    hub = (adapt or from_pettingzoo)(adapted_native)
-    play = _aec_episode if pettingzoo_kind(native) == "aec" else _parallel_episode
-    findings: list[Finding] = []
+    hub = (adapt or from_pettingzoo)(factory())
     try:
-        for episode in range(episodes):
-            ep_seed = None if seed is None else seed + episode
-            findings.extend(play(hub, native, episode, ep_seed, max_steps))
+        return compare_in_lockstep(
+            hub, lambda: _twin_of(factory(), pettingzoo_kind), episodes=episodes, seed=seed,
+            max_steps=max_steps,
+        )
     finally:
         hub.close()
-        native.close()
-    return findings
 
 
-def _diverged_finding(exc: _Diverged, episode: int, step: int, seed: Optional[int],
-                      actions: list[dict[Any, Any]]) -> Finding:
-    return trajectory_finding(exc.what, exc.reason, episode=episode, step=step, seed=seed,
-                              actions=actions, agent=exc.agent)
+def _twin_of(native: Any, kind_of: Callable[[Any], str]) -> NativeTwin:
+    return AECTwin(native) if kind_of(native) == "aec" else ParallelTwin(native)
 
 
-def _raised_finding(exc: BaseException, episode: int, step: int, seed: Optional[int],
-                    actions: list[dict[Any, Any]]) -> Finding:
-    return Finding(
-        EQUIV_TRAJECTORY, "error",
-        f"The adapted env raised {type(exc).__name__}: {exc} where the native env did not. "
-        "The adapter must accept every step the native env accepts.",
-        episode=episode, step=step, reproducer=Reproducer(seed, list(actions)),
-    )
-
-
-# -- AEC ----------------------------------------------------------------------------
-
-
-class _NativeAEC:
-    """The native AEC env read the way its own docs loop over it."""
+class AECTwin(NativeTwin):
+    """A native AEC env, read the way its own docs loop over it (``agent_iter`` / ``last()``)."""
 
     def __init__(self, env: Any) -> None:
         self.env = env
-        self.returns: dict[Any, float] = defaultdict(float)
+        self.sums: dict[Any, float] = defaultdict(float)
         self.any_truncated = False
 
-    def advance(self, rewards: dict[Any, Any]) -> tuple[dict, dict, dict, dict]:
-        """Step dead agents with None until a live agent is selected; return the hub-shaped view.
+    def reset(self, seed: Optional[int], first: Step, lock: Lockstep) -> None:
+        self.sums = defaultdict(float)
+        self.any_truncated = False
+        self.env.reset(seed=seed)
+        obs, _, _, infos = self._advance({})
+        lock.expect("observations", first.obs, obs)
+        lock.expect("infos", dict(first.infos), infos)
+
+    def step(self, step: Step, lock: Lockstep) -> None:
+        env = self.env
+        (agent, action), = (step.actions or {}).items()
+        if agent != env.agent_selection:
+            lock.differ("agent order", f"the adapted env's actor {agent!r} vs the native "
+                        f"agent_selection {env.agent_selection!r}")
+        env.step(action)
+        rewards = dict(env.rewards)
+        obs, terms, truncs, infos = self._advance(rewards)
+        lock.expect("observations", step.obs, obs)
+        lock.expect("terminateds", step.terminateds, terms)
+        lock.expect("truncateds", step.truncateds, truncs)
+        lock.expect("infos", dict(step.infos), infos)
+        lock.expect("rewards", step.rewards, rewards, fatal=False)
+
+    def _advance(self, rewards: dict[Any, Any]) -> tuple[dict, dict, dict, dict]:
+        """Step dead agents with None until a live agent is selected; return what ``last()`` showed.
 
         The rewards of those None steps are added to ``rewards``.
         """
@@ -135,7 +118,7 @@ class _NativeAEC:
         infos: dict[Any, Any] = {}
         for agent in env.agent_iter():
             ob, reward, term, trunc, info = env.last()
-            self.returns[agent] += reward
+            self.sums[agent] += reward
             obs[agent] = ob
             infos[agent] = info
             terms[agent] = bool(term)
@@ -151,124 +134,87 @@ class _NativeAEC:
         truncs[ALL] = over and self.any_truncated
         return obs, terms, truncs, infos
 
+    def returns(self) -> Mapping[Any, float]:
+        return self.sums
 
-def _aec_episode(hub: Any, native: Any, episode: int, seed: Optional[int],
-                 max_steps: int) -> list[Finding]:
-    sampler = ActionSampler(seed)
-    actions: list[dict[Any, Any]] = []
-    findings: list[Finding] = []
-    hub_returns: dict[Any, float] = defaultdict(float)
-    reader = _NativeAEC(native)
-    step = 0
-    try:
-        try:
-            h_obs, h_infos = hub.reset(seed=seed)
-        except Exception as exc:
-            return [_raised_finding(exc, episode, 0, seed, actions)]
-        native.reset(seed=seed)
-        n_obs, _, _, n_infos = reader.advance({})
-        _expect("observations", h_obs, n_obs)
-        _expect("infos", h_infos, n_infos)
-        while native.agents and step < max_steps:
-            agent = native.agent_selection
-            action = sampler.sample(agent, hub.get_action_space(agent),
-                                    find_action_mask(h_obs[agent], h_infos.get(agent)))
-            actions.append({agent: action})
-            step += 1
-            try:
-                h_obs, h_rew, h_term, h_trunc, h_infos = hub.step({agent: action})
-            except Exception as exc:  # the native env takes this action: so must the adapter
-                return [*findings, _raised_finding(exc, episode, step, seed, actions)]
-            native.step(action)
-            n_rew = dict(native.rewards)
-            n_obs, n_term, n_trunc, n_infos = reader.advance(n_rew)
-            for a, r in h_rew.items():
-                hub_returns[a] += r
-            _expect("observations", h_obs, n_obs)
-            _expect("terminateds", h_term, n_term)
-            _expect("truncateds", h_trunc, n_trunc)
-            _expect("infos", h_infos, n_infos)
-            if not findings:
-                diff = _reward_difference(h_rew, n_rew)
-                if diff:
-                    findings.append(_diverged_finding(diff, episode, step, seed, actions))
-    except _Diverged as exc:
-        return [*findings, _diverged_finding(exc, episode, step, seed, actions)]
-    if native.agents:  # cut by max_steps: pending rewards are not returns yet
-        return findings
-    return findings + returns_findings(hub_returns, reader.returns, episode=episode, seed=seed,
-                                       actions=actions)
+    def ended(self) -> bool:
+        return not self.env.agents
+
+    def close(self) -> None:
+        self.env.close()
 
 
-# -- parallel -----------------------------------------------------------------------
+class ParallelTwin(NativeTwin):
+    """A native parallel env, read through PettingZoo's own ``parallel_to_aec`` conversion.
 
+    Each hub step is one AEC cycle: every actor's action is stepped in
+    ``agent_iter`` order, the last one steps the parallel env, and PettingZoo's
+    tables then hold that step's observations, rewards and flags; done agents
+    are then stepped with None, as PettingZoo's loop does.
+    """
 
-def _parallel_episode(hub: Any, native: Any, episode: int, seed: Optional[int],
-                      max_steps: int) -> list[Finding]:
-    sampler = ActionSampler(seed)
-    actions: list[dict[Any, Any]] = []
-    findings: list[Finding] = []
-    hub_returns: dict[Any, float] = defaultdict(float)
-    native_returns: dict[Any, float] = defaultdict(float)
-    finished: set[Any] = set()
-    any_truncated = False
-    step = 0
-    try:
-        try:
-            h_obs, h_infos = hub.reset(seed=seed)
-        except Exception as exc:
-            return [_raised_finding(exc, episode, 0, seed, actions)]
-        n_obs, n_infos = native.reset(seed=seed)
-        _expect("observations", h_obs, dict(n_obs))
-        actors = list(n_obs)
-        while native.agents and step < max_steps:
-            joint = {
-                a: sampler.sample(a, hub.get_action_space(a),
-                                  find_action_mask(h_obs[a], h_infos.get(a)))
-                for a in actors
-            }
-            actions.append(joint)
-            step += 1
-            try:
-                h_obs, h_rew, h_term, h_trunc, _ = hub.step(joint)
-            except Exception as exc:
-                return [*findings, _raised_finding(exc, episode, step, seed, actions)]
-            n_obs, n_rew, n_term, n_trunc, _ = native.step(dict(joint))
-            for a, r in n_rew.items():
-                native_returns[a] += r
-            for a, r in h_rew.items():
-                hub_returns[a] += r
-            expected_obs = {a: o for a, o in n_obs.items() if a not in finished}
-            expected_rew = {a: r for a, r in n_rew.items() if a not in finished}
-            expected_term: dict[Any, Any] = {}
-            expected_trunc: dict[Any, Any] = {}
-            for a in dict.fromkeys([*n_term, *n_trunc]):
-                if a in finished:
-                    continue
-                expected_term[a] = bool(n_term.get(a, False))
-                expected_trunc[a] = bool(n_trunc.get(a, False))
-                if expected_term[a] or expected_trunc[a]:
-                    finished.add(a)
-                    any_truncated |= not expected_term[a]
-            actors = [a for a in expected_obs if a not in finished]
-            for a in joint:
-                if a in expected_obs and a not in expected_rew:
-                    expected_rew[a] = 0
-            over = not [a for a in native.agents if a not in finished]
-            if over and any(a not in finished for a in joint):
-                any_truncated = True
-            expected_term[ALL] = over and not any_truncated
-            expected_trunc[ALL] = over and any_truncated
-            _expect("observations", h_obs, expected_obs)
-            _expect("terminateds", h_term, expected_term)
-            _expect("truncateds", h_trunc, expected_trunc)
-            if not findings:
-                diff = _reward_difference(h_rew, expected_rew)
-                if diff:
-                    findings.append(_diverged_finding(diff, episode, step, seed, actions))
-    except _Diverged as exc:
-        return [*findings, _diverged_finding(exc, episode, step, seed, actions)]
-    if native.agents:
-        return findings
-    return findings + returns_findings(hub_returns, native_returns, episode=episode, seed=seed,
-                                       actions=actions)
+    def __init__(self, env: Any) -> None:
+        from pettingzoo.utils.conversions import parallel_to_aec
+
+        self.parallel = env
+        self.env = parallel_to_aec(env)
+        self.sums: dict[Any, float] = defaultdict(float)
+        self.any_truncated = False
+
+    def reset(self, seed: Optional[int], first: Step, lock: Lockstep) -> None:
+        self.sums = defaultdict(float)
+        self.any_truncated = False
+        self.env.reset(seed=seed)
+        self._expect_agents("observations", first.obs, lock)
+        lock.expect("observations", first.obs, {a: self.env.observe(a) for a in first.obs})
+
+    def step(self, step: Step, lock: Lockstep) -> None:
+        env = self.env
+        pending = dict(step.actions or {})
+        rewards: dict[Any, Any] = defaultdict(int)
+        while pending:
+            agent = env.agent_selection
+            if agent not in pending:
+                lock.differ("actors", f"PettingZoo selects {agent!r} to act, but the adapted "
+                            f"env's actors were {list(step.actions or {})}")
+            env.step(pending.pop(agent))
+            # A parallel step's reward is what the cycle's AEC steps paid (PettingZoo's
+            # aec_to_parallel sums them; its parallel_to_aec pays them on the last one).
+            for a in env.agents:
+                rewards[a] += env.rewards[a]
+        present = list(env.agents)  # the agents of this parallel step, done ones included
+        self._expect_agents("observations", step.obs, lock)
+        lock.expect("observations", dict(step.obs), {a: env.observe(a) for a in step.obs})
+        for table, native in (("terminateds", env.terminations), ("truncateds", env.truncations)):
+            adapted = step.terminateds if table == "terminateds" else step.truncateds
+            lock.expect(table, {a: bool(adapted.get(a, False)) for a in present},
+                        {a: bool(native.get(a, False)) for a in present})
+        rewards = {a: rewards[a] for a in present}
+        for agent, reward in rewards.items():
+            self.sums[agent] += reward
+        flags = {a: (bool(env.terminations.get(a)), bool(env.truncations.get(a))) for a in present}
+        self.any_truncated |= any(trunc and not term for term, trunc in flags.values())
+        lock.expect("rewards", {a: step.rewards.get(a, 0) for a in present}, rewards,
+                    fatal=False, check_dtype=False)
+        while env.agents and (env.terminations[env.agent_selection]
+                              or env.truncations[env.agent_selection]):
+            env.step(None)
+        over = not env.agents
+        if over and not all(term or trunc for term, trunc in flags.values()):
+            self.any_truncated = True  # agents the env dropped unflagged: the episode was cut
+        lock.expect("terminateds", flag(step.terminateds, ALL), over and not self.any_truncated)
+        lock.expect("truncateds", flag(step.truncateds, ALL), over and self.any_truncated)
+
+    def _expect_agents(self, what: str, obs: Mapping[Any, Any], lock: Lockstep) -> None:
+        adapted, native = sorted(map(repr, obs)), sorted(map(repr, self.env.agents))
+        if adapted != native:
+            lock.differ(what, f"agents {adapted} vs PettingZoo's agents {native}")
+
+    def returns(self) -> Mapping[Any, float]:
+        return self.sums
+
+    def ended(self) -> bool:
+        return not self.env.agents
+
+    def close(self) -> None:
+        self.env.close()
