@@ -26,8 +26,8 @@ from typing import Any
 
 from marlhub.cli.output import Progress, err, out, positive_int, seed_int
 from marlhub.conformance.junit import junit_xml
-from marlhub.conformance.runner import CheckSettings, Outcome, run_targets
-from marlhub.conformance.suite import DEFAULT_MAX_STEPS
+from marlhub.conformance.options import DEFAULT_MAX_STEPS, CheckOptions
+from marlhub.conformance.runner import Outcome, run_targets
 from marlhub.conformance.targets import expand_targets
 from marlhub.errors import MarlhubError
 
@@ -89,7 +89,7 @@ def run_check(args: argparse.Namespace) -> int:
         return 2
     targets = [target for target, _ in expanded]
     from_glob = {target for target, globbed in expanded if globbed}
-    settings = CheckSettings(
+    settings = CheckOptions(
         episodes=args.episodes, seed=args.seed, max_steps=args.max_steps, strict=args.strict,
         timeout=args.timeout, against_native=args.against_native,
     )

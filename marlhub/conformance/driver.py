@@ -34,6 +34,7 @@ from marlhub.conformance.calls import (
     unpack_reset,
     unpack_step,
 )
+from marlhub.conformance.options import CheckOptions
 from marlhub.conformance.report import Finding, Report, Reproducer
 from marlhub.contract import rules
 from marlhub.contract.checks import TRANSITION_CHECKS, SpaceCache, Transition
@@ -46,27 +47,6 @@ __all__ = ["CheckOptions", "Driver"]
 #: Findings kept per rule and target; the rest are counted, not stored.
 MAX_FINDINGS_PER_RULE = 25
 
-
-
-@dataclass
-class CheckOptions:
-    """How to check one target.
-
-    Attributes:
-        episodes: how many seeded episodes to play.
-        seed: the first episode's seed; episode i uses ``seed + i``.
-        max_steps: the step budget of one episode (``episode.ends`` past it).
-        strict: warnings count against ``ok`` and ``episode.step_after_end`` is an error.
-        timeout: seconds for the whole target, None for no limit.
-        replay: whether to replay each episode to check ``seed.reproducible``.
-    """
-
-    episodes: int = 20
-    seed: int = 0
-    max_steps: int = 1000
-    strict: bool = False
-    timeout: Optional[float] = None
-    replay: bool = True
 
 
 class _NoActionSpace(Exception):

@@ -7,7 +7,7 @@ past its timeout, or that dies (a segfault in native code, say), is replaced,
 and the target gets an ``env.timeout`` or ``env.raised`` finding.
 
 Example:
-    >>> outcomes = run_targets(["rock_paper_scissors", "no_such_env"], CheckSettings(episodes=2))
+    >>> outcomes = run_targets(["rock_paper_scissors", "no_such_env"], CheckOptions(episodes=2))
     >>> [(o.target, o.report is not None, o.load_error is not None) for o in outcomes]
     [('rock_paper_scissors', True, False), ('no_such_env', False, True)]
 """
@@ -21,27 +21,20 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Optional
 
+from marlhub.conformance.options import CheckOptions
 from marlhub.conformance.report import Finding, Report
-from marlhub.conformance.suite import DEFAULT_MAX_STEPS, check
+from marlhub.conformance.suite import check
 from marlhub.contract import rules
 
-__all__ = ["CheckSettings", "Outcome", "run_targets"]
+__all__ = ["CheckOptions", "CheckSettings", "Outcome", "run_targets"]
 
 #: Extra seconds a worker gets beyond the target's own timeout before it is killed
 #: (the in-worker timer normally ends the target first and reports it properly).
 KILL_GRACE_SECONDS = 5.0
 
 
-@dataclass
-class CheckSettings:
-    """The options of :func:`marlhub.conformance.check` that apply to every target."""
-
-    episodes: int = 20
-    seed: int = 0
-    max_steps: int = DEFAULT_MAX_STEPS
-    strict: bool = False
-    timeout: Optional[float] = None
-    against_native: bool = False
+#: The name of :class:`CheckOptions` in 0.1.0, where the two were separate classes.
+CheckSettings = CheckOptions
 
 
 @dataclass
@@ -53,7 +46,7 @@ class Outcome:
     load_error: Optional[str] = None
 
 
-def _check_one(target: str, settings: CheckSettings) -> Outcome:
+def _check_one(target: str, settings: CheckOptions) -> Outcome:
     try:
         return Outcome(target, report=check(target, **asdict(settings)))
     except Exception as exc:
@@ -64,7 +57,7 @@ def _check_one(target: str, settings: CheckSettings) -> Outcome:
 
 def run_targets(
     targets: Sequence[str],
-    settings: CheckSettings,
+    settings: CheckOptions,
     *,
     jobs: int = 1,
     on_done: Optional[Callable[[Outcome, int, int], None]] = None,
@@ -87,7 +80,7 @@ def run_targets(
     return _WorkerPool(settings, min(jobs, len(targets))).run(list(targets), on_done)
 
 
-def _worker_main(conn: Connection, settings: CheckSettings) -> None:
+def _worker_main(conn: Connection, settings: CheckOptions) -> None:
     """Loop of a worker process: receive a target, send back its outcome, until told to stop."""
     while True:
         try:
@@ -109,7 +102,7 @@ class _Worker:
 
 
 class _WorkerPool:
-    def __init__(self, settings: CheckSettings, size: int) -> None:
+    def __init__(self, settings: CheckOptions, size: int) -> None:
         self.settings = settings
         self.size = size
         self.context = multiprocessing.get_context("spawn")

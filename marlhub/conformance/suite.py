@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from marlhub.conformance.calls import EnvTimeout, time_limit
-from marlhub.conformance.driver import CheckOptions, Driver
+from marlhub.conformance.driver import Driver
+from marlhub.conformance.options import DEFAULT_MAX_STEPS, CheckOptions
 from marlhub.conformance.report import Finding, Report
 from marlhub.conformance.targets import resolve_target
 from marlhub.contract import rules
@@ -21,9 +22,6 @@ from marlhub.registry import EnvContext, Registry, default_registry
 from marlhub.registry.ids import split_id
 
 __all__ = ["DEFAULT_MAX_STEPS", "assert_conforms", "check"]
-
-#: Step budget of one episode unless told otherwise.
-DEFAULT_MAX_STEPS = 1000
 
 
 def check(
@@ -35,6 +33,7 @@ def check(
     strict: bool = False,
     timeout: Optional[float] = None,
     against_native: bool = False,
+    replay: bool = True,
     registry: Optional[Registry] = None,
     name: Optional[str] = None,
 ) -> Report:
@@ -59,6 +58,7 @@ def check(
             hangs in native code).
         against_native: also compare the env with its native twin in lockstep
             (registry ids of a family that supports it).
+        replay: replay each episode to check ``seed.reproducible``.
         registry: where ids are resolved; the default registry when None.
         name: how the target is named in the report; its string form when None.
 
@@ -75,9 +75,8 @@ def check(
             f"max_steps={max_steps}."
         )
     resolved = resolve_target(target, registry)
-    options = CheckOptions(
-        episodes=episodes, seed=seed, max_steps=max_steps, strict=strict, timeout=timeout
-    )
+    options = CheckOptions(episodes=episodes, seed=seed, max_steps=max_steps, strict=strict,
+                           timeout=timeout, replay=replay, against_native=against_native)
     env = resolved.build()
     try:
         driver = Driver(env, name or resolved.name, options,

@@ -1,0 +1,39 @@
+"""How to check a target: the one set of options of ``check``, ``Driver`` and ``marlhub check``.
+
+Example:
+    >>> CheckOptions(episodes=5).max_steps
+    1000
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+__all__ = ["DEFAULT_MAX_STEPS", "CheckOptions"]
+
+#: Step budget of one episode unless told otherwise.
+DEFAULT_MAX_STEPS = 1000
+
+
+@dataclass
+class CheckOptions:
+    """How to check one target.
+
+    Attributes:
+        episodes: how many seeded episodes to play.
+        seed: the first episode's seed; episode i uses ``seed + i``.
+        max_steps: the step budget of one episode (``episode.ends`` past it).
+        strict: warnings count against ``ok`` and ``episode.step_after_end`` is an error.
+        timeout: seconds for the whole target, None for no limit.
+        replay: whether to replay each episode to check ``seed.reproducible``.
+        against_native: also compare the env with its native twin in lockstep.
+    """
+
+    episodes: int = 20
+    seed: int = 0
+    max_steps: int = DEFAULT_MAX_STEPS
+    strict: bool = False
+    timeout: Optional[float] = None
+    replay: bool = True
+    against_native: bool = False
