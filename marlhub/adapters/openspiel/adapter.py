@@ -21,10 +21,10 @@ from marlhub.adapters.openspiel.actions import (
 )
 from marlhub.adapters.openspiel.games import (
     describe_game,
+    game_and_start,
     game_string,
-    import_pyspiel,
-    is_mean_field,
     load_game,
+    seed_parameter,
 )
 from marlhub.adapters.openspiel.observation import Observer
 from marlhub.core import (
@@ -36,7 +36,7 @@ from marlhub.core import (
     StepResult,
 )
 from marlhub.episode.status import EPISODE_OVER, NOT_RESET
-from marlhub.errors import ConfigError, EnvContractError, ResetNeededError
+from marlhub.errors import EnvContractError, ResetNeededError
 
 __all__ = ["ILLEGAL_ACTION_MODES", "OpenSpielEnv"]
 
@@ -117,40 +117,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         illegal_reward: Optional[float] = None,
     ) -> None:
         super().__init__()
-        pyspiel = import_pyspiel()
-        self._start: Optional[Any] = None
-        if isinstance(env, pyspiel.State):
-            if params:
-                raise ConfigError(
-                    str(env.get_game()), "params cannot be given with a start state",
-                    fix="Build the state from a game loaded with those parameters.",
-                )
-            if env.is_terminal():
-                raise ConfigError(
-                    str(env.get_game()),
-                    "the start state is terminal, so there is nothing left to play",
-                    fix="Pass a state that is not terminal, or the game itself.",
-                )
-            self._start = env.clone()
-            game = env.get_game()
-        else:
-            game = load_game(env, params)
-        game_type = game.get_type()
-        if is_mean_field(game_type):
-            raise ConfigError(
-                game_string(game),
-                "mean-field games (dynamics MEAN_FIELD) model a population through a "
-                "distribution, not individual agents taking turns, so they cannot be played "
-                "as a multi-agent env",
-                fix="Use open_spiel.python.mfg for mean-field games.",
-            )
-        if game.num_distinct_actions() < 1:
-            raise ConfigError(
-                game_string(game),
-                f"the game declares num_distinct_actions()={game.num_distinct_actions()}: its "
-                "players act through action structs only, which have no Discrete action space",
-                fix="Only games with integer actions can be adapted.",
-            )
+        game, self._start = game_and_start(env, params)
         check_options(game, action_mask, max_steps, illegal_action)
         #: The game as given (``to_openspiel`` hands it back); ``game`` may be a reseeded copy.
         self.source_game = game
@@ -165,12 +132,32 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
             else _DEFAULT_PENALTY.get(illegal_action, 0.0)
         )
         self.mask_in_obs = action_mask == "obs"
-        self.num_players = n = game.num_players()
+        self.num_players = game.num_players()
         self.num_actions = game.num_distinct_actions()
-        self._ids: list[Any] = make_ids(game, agent_ids, n)
+        self._ids: list[Any] = make_ids(game, agent_ids, self.num_players)
         self._player_of = {aid: p for p, aid in enumerate(self._ids)}
         self.possible_agents = list(self._ids)
         self.agents = []
+        self._build_spaces()
+        self._seed_param = seed_parameter(game)
+        # C++ games keep their legal actions within num_distinct_actions(); Python
+        # games are checked.
+        if hasattr(game, "make_py_observer"):
+            self._mask = self._turn_mask = self._checked_mask
+        else:
+            self._mask, self._turn_mask = self._native_mask, self._native_turn_mask
+        self._simultaneous_node = False
+        self._zero_mask = np.zeros(self.num_actions, np.int8)
+        self._zero_rewards = dict.fromkeys(self._ids, 0.0)
+        self._state: Any = None
+        self._actors: tuple[int, ...] = ()
+        self._masks: dict[int, np.ndarray] = {}
+        self._reported = [0.0] * self.num_players
+        self._steps = 0
+        self._over = True
+        self.metadata = {"render_modes": ["ansi", "human"]}
+
+    def _build_spaces(self) -> None:
         self._action_space = gym.spaces.Discrete(self.num_actions)
         mask_space = gym.spaces.Box(0, 1, (self.num_actions,), np.int8)
         if self.mask_in_obs:
@@ -181,28 +168,6 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
             self._obs_space = self.observer.space
         self.observation_spaces = {aid: self._obs_space for aid in self._ids}
         self.action_spaces = {aid: self._action_space for aid in self._ids}
-        # Games whose chance events come from the game's own RNG (SAMPLED_STOCHASTIC)
-        # are reloaded with their seed parameter set to the seed on a seeded reset.
-        self._seed_param: Optional[str] = None
-        if str(game_type.chance_mode).endswith("SAMPLED_STOCHASTIC"):
-            spec = game_type.parameter_specification
-            self._seed_param = next((k for k in ("rng_seed", "seed") if k in spec), None)
-        self._simultaneous_node = False
-        self._zero_mask = np.zeros(self.num_actions, np.int8)
-        self._zero_rewards = dict.fromkeys(self._ids, 0.0)
-        # C++ games keep their legal actions within num_distinct_actions(); Python
-        # games are checked.
-        if hasattr(game, "make_py_observer"):
-            self._mask = self._turn_mask = self._checked_mask
-        else:
-            self._mask, self._turn_mask = self._native_mask, self._native_turn_mask
-        self._state: Any = None
-        self._actors: tuple[int, ...] = ()
-        self._masks: dict[int, np.ndarray] = {}
-        self._reported = [0.0] * n
-        self._steps = 0
-        self._over = True
-        self.metadata = {"render_modes": ["ansi", "human"]}
 
     # -- the live game -----------------------------------------------------------
 

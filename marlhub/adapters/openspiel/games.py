@@ -32,6 +32,7 @@ from marlhub.errors import ConfigError, UnknownEnvError, closest
 __all__ = [
     "check_parameters",
     "describe_game",
+    "game_and_start",
     "game_string",
     "import_pyspiel",
     "native_stderr_captured",
@@ -39,6 +40,7 @@ __all__ = [
     "load_game",
     "parse_game_string",
     "registered_game_types",
+    "seed_parameter",
 ]
 
 _PYTHON_GAMES_IMPORTED = False
@@ -318,3 +320,63 @@ def describe_game(game: Any) -> str:
         f"{t.long_name}: {dynamics}, {players} player{'s' if players != 1 else ''}, "
         f"{chance}, {info}"
     )
+
+
+def game_and_start(source: Any, params: Optional[Mapping[str, Any]] = None) -> tuple[Any, Any]:
+    """Return ``(game, start state or None)`` for what ``OpenSpielEnv`` was given.
+
+    Args:
+        source: a game, a game name or string, or a (non-terminal) ``pyspiel.State``.
+        params: game parameters, merged over those of the string (not with a state).
+
+    Raises:
+        ConfigError: parameters with a state, a terminal state, a mean-field game,
+            or a game whose players act through action structs only.
+    """
+    pyspiel = import_pyspiel()
+    start = None
+    if isinstance(source, pyspiel.State):
+        if params:
+            raise ConfigError(
+                str(source.get_game()), "params cannot be given with a start state",
+                fix="Build the state from a game loaded with those parameters.",
+            )
+        if source.is_terminal():
+            raise ConfigError(
+                str(source.get_game()),
+                "the start state is terminal, so there is nothing left to play",
+                fix="Pass a state that is not terminal, or the game itself.",
+            )
+        start = source.clone()
+        game = source.get_game()
+    else:
+        game = load_game(source, params)
+    if is_mean_field(game.get_type()):
+        raise ConfigError(
+            game_string(game),
+            "mean-field games (dynamics MEAN_FIELD) model a population through a "
+            "distribution, not individual agents taking turns, so they cannot be played "
+            "as a multi-agent env",
+            fix="Use open_spiel.python.mfg for mean-field games.",
+        )
+    if game.num_distinct_actions() < 1:
+        raise ConfigError(
+            game_string(game),
+            f"the game declares num_distinct_actions()={game.num_distinct_actions()}: its "
+            "players act through action structs only, which have no Discrete action space",
+            fix="Only games with integer actions can be adapted.",
+        )
+    return game, start
+
+
+def seed_parameter(game: Any) -> Optional[str]:
+    """Return the name of the seed parameter of a game that draws chance from its own RNG.
+
+    Such games (SAMPLED_STOCHASTIC) are reloaded with it set to the seed on a
+    seeded reset; None for other games.
+    """
+    game_type = game.get_type()
+    if not str(game_type.chance_mode).endswith("SAMPLED_STOCHASTIC"):
+        return None
+    spec = game_type.parameter_specification
+    return next((k for k in ("rng_seed", "seed") if k in spec), None)

@@ -28,13 +28,16 @@ from collections.abc import Callable, Mapping
 from typing import Any, Optional, cast
 
 import gymnasium as gym
-import numpy as np
 
 from marlhub.adapters.openspiel.games import import_pyspiel
-from marlhub.core import ALL
+from marlhub.adapters.openspiel.view_state import (
+    GameSpec,
+    HubObserver,
+    HubState,
+    flat_size,
+)
 from marlhub.episode.play import RandomEpisode, episode_seed
-from marlhub.errors import ConfigError, EnvContractError, EnvRegistrationError
-from marlhub.spaces import ACTION_MASK_KEY, find_action_mask
+from marlhub.errors import ConfigError, EnvRegistrationError
 
 __all__ = ["to_openspiel"]
 
@@ -74,27 +77,6 @@ def _creator_of(env_or_creator: Any) -> Callable[[], Any]:
         return lambda: to_hub(factory())
     template = to_hub(env_or_creator)
     return lambda: copy.deepcopy(template)
-
-
-def _inner_space(space: gym.Space) -> gym.Space:
-    """The observation part of a ``Dict(observation=..., action_mask=...)`` space."""
-    if isinstance(space, gym.spaces.Dict) and ACTION_MASK_KEY in space.spaces \
-            and "observation" in space.spaces:
-        return space["observation"]
-    return space
-
-
-def _inner_obs(space: gym.Space, obs: Any) -> Any:
-    if space is not _inner_space(space):
-        return obs["observation"]
-    return obs
-
-
-def _flat_size(space: gym.Space) -> Optional[int]:
-    try:
-        return int(gym.spaces.flatdim(_inner_space(space)))
-    except Exception:  # Text and other spaces gymnasium cannot flatten
-        return None
 
 
 class _Probe:
@@ -192,6 +174,35 @@ def to_openspiel(
             raise ConfigError(name, f"{option}={value!r} is not one of {allowed}",
                               fix=f"Pass {option} as one of {', '.join(map(repr, allowed))}.")
     agents = list(env.possible_agents)
+    starts, sizes = _discrete_actions(name, env, agents)
+    obs_sizes = [flat_size(env.get_observation_space(a)) for a in agents]
+    tensor_size = (max(cast("list[int]", obs_sizes)) if all(s is not None for s in obs_sizes)
+                   else None)
+    probe = None
+    if probe_episodes > 0 and ("auto" in (dynamics, reward_model) or zero_sum is None):
+        probe = _Probe(make, probe_episodes, seed, max_steps=10_000)
+    dynamics, reward_model, zero_sum = _decide(name, probe, dynamics, reward_model, zero_sum)
+    declared_steps = getattr(env, "max_steps", None)
+    length = max_game_length or (declared_steps if isinstance(declared_steps, int) else 10_000)
+    game_type = _game_type(name, long_name or label, dynamics, reward_model, zero_sum,
+                           len(agents), tensor_size is not None, seed)
+    game_info = pyspiel.GameInfo(
+        num_distinct_actions=max(sizes),
+        max_chance_outcomes=0,
+        num_players=len(agents),
+        min_utility=float(utility_range[0]),
+        max_utility=float(utility_range[1]),
+        utility_sum=0.0 if zero_sum else None,
+        max_game_length=int(length),
+    )
+    spec = GameSpec(make, agents, starts, sizes, dynamics == "simultaneous",
+                 [env.get_observation_space(a) for a in agents], tensor_size, label)
+    pyspiel.register_game(game_type, _game_class(name, game_type, game_info, spec, seed))
+    return pyspiel.load_game(name)
+
+
+def _discrete_actions(name: str, env: Any, agents: list[Any]) -> tuple[list[int], list[int]]:
+    """Return each agent's Discrete ``start`` and ``n``; other spaces raise ConfigError."""
     starts, sizes = [], []
     for agent in agents:
         space = env.get_action_space(agent)
@@ -204,12 +215,12 @@ def to_openspiel(
             )
         starts.append(int(space.start))
         sizes.append(int(space.n))
-    obs_sizes = [_flat_size(env.get_observation_space(a)) for a in agents]
-    tensor_size = (max(cast("list[int]", obs_sizes)) if all(s is not None for s in obs_sizes)
-                   else None)
-    probe = None
-    if probe_episodes > 0 and ("auto" in (dynamics, reward_model) or zero_sum is None):
-        probe = _Probe(make, probe_episodes, seed, max_steps=10_000)
+    return starts, sizes
+
+
+def _decide(name: str, probe: Optional[_Probe], dynamics: str, reward_model: str,
+            zero_sum: Optional[bool]) -> tuple[str, str, bool]:
+    """Resolve the ``"auto"`` options (and ``zero_sum=None``) from what the probe saw."""
     if dynamics == "auto":
         if probe is None:
             raise ConfigError(name, "dynamics='auto' needs probe_episodes > 0",
@@ -222,38 +233,34 @@ def to_openspiel(
         reward_model = "rewards" if probe.intermediate_rewards else "terminal"
     if zero_sum is None:
         zero_sum = bool(probe and probe.zero_sum)
-    declared_steps = getattr(env, "max_steps", None)
-    length = max_game_length or (declared_steps if isinstance(declared_steps, int) else 10_000)
+    return dynamics, reward_model, zero_sum
+
+
+def _game_type(name: str, long_name: str, dynamics: str, reward_model: str, zero_sum: bool,
+               players: int, has_tensor: bool, seed: int) -> Any:
     T = pyspiel.GameType
-    game_type = T(
+    return T(
         short_name=name,
-        long_name=long_name or label,
+        long_name=long_name,
         dynamics=T.Dynamics.SIMULTANEOUS if dynamics == "simultaneous" else T.Dynamics.SEQUENTIAL,
         chance_mode=T.ChanceMode.SAMPLED_STOCHASTIC,
         information=T.Information.IMPERFECT_INFORMATION,
         utility=T.Utility.ZERO_SUM if zero_sum else T.Utility.GENERAL_SUM,
         reward_model=(T.RewardModel.TERMINAL if reward_model == "terminal"
                       else T.RewardModel.REWARDS),
-        max_num_players=len(agents),
-        min_num_players=len(agents),
+        max_num_players=players,
+        min_num_players=players,
         provides_information_state_string=False,
         provides_information_state_tensor=False,
         provides_observation_string=True,
-        provides_observation_tensor=tensor_size is not None,
+        provides_observation_tensor=has_tensor,
         provides_factored_observation_string=False,
         parameter_specification={"seed": int(seed)},
     )
-    game_info = pyspiel.GameInfo(
-        num_distinct_actions=max(sizes),
-        max_chance_outcomes=0,
-        num_players=len(agents),
-        min_utility=float(utility_range[0]),
-        max_utility=float(utility_range[1]),
-        utility_sum=0.0 if zero_sum else None,
-        max_game_length=int(length),
-    )
-    spec = _Spec(make, agents, starts, sizes, dynamics == "simultaneous",
-                 [env.get_observation_space(a) for a in agents], tensor_size, label)
+
+
+def _game_class(name: str, game_type: Any, game_info: Any, spec: "GameSpec", seed: int) -> type:
+    """Return the ``pyspiel.Game`` subclass registered under ``name``."""
 
     class HubGame(pyspiel.Game):
         """A marlhub env as an OpenSpiel game (made by marlhub.adapters.openspiel.to_openspiel)."""
@@ -264,25 +271,24 @@ def to_openspiel(
             self.spec = spec
             self._next_seed = int(params.get("seed", seed))
 
-        def new_initial_state(self) -> "_HubState":
+        def new_initial_state(self) -> "HubState":
             """Return a state whose env is built and reset on first use."""
-            return _HubState(self)
+            return HubState(self)
 
         def draw_seed(self) -> int:
             """The reset seed of the next new episode: the game's seed, then seed + 1, ..."""
             self._next_seed += 1
             return self._next_seed - 1
 
-        def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> "_Observer":
+        def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> "HubObserver":
             """Return an observer of the players' last observations (no perfect recall)."""
             if iig_obs_type is not None and iig_obs_type.perfect_recall:
                 raise ValueError(f"{name} has no information state (perfect recall) observer")
-            return _Observer(spec)
+            return HubObserver(spec)
 
     HubGame.__name__ = HubGame.__qualname__ = f"HubGame_{name}"
-    pyspiel.register_game(game_type, HubGame)
     _OURS[name] = HubGame
-    return pyspiel.load_game(name)
+    return HubGame
 
 
 def _check_name(name: str) -> None:
@@ -295,202 +301,3 @@ def _check_name(name: str) -> None:
             name, "OpenSpiel already has a game of that name",
             "Pass another short_name (to_openspiel never replaces OpenSpiel's own games).",
         )
-
-
-class _Spec:
-    """What every state and observer of one registered game shares (never copied)."""
-
-    def __init__(self, make: Callable[[], Any], agents: list[Any], starts: list[int],
-                 sizes: list[int], simultaneous: bool, obs_spaces: list[gym.Space],
-                 tensor_size: Optional[int], label: str) -> None:
-        self.make = make
-        self.agents = agents
-        self.index = {a: p for p, a in enumerate(agents)}
-        self.starts = starts
-        self.sizes = sizes
-        self.simultaneous = simultaneous
-        self.obs_spaces = obs_spaces
-        self.tensor_size = tensor_size
-        self.label = label
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> "_Spec":
-        return self
-
-
-class _Episode:
-    """The mutable part of a state, in one object so that one deepcopy clones it consistently."""
-
-    def __init__(self, spec: _Spec, seed: int) -> None:
-        self.spec = spec
-        self.seed = seed
-        self.env = spec.make()
-        n = len(spec.agents)
-        obs, infos = self.env.reset(seed=seed)
-        self.last_obs: dict[Any, Any] = {}
-        self.rewards = [0.0] * n
-        self.returns = [0.0] * n
-        self.over = False
-        self._take(obs, infos, {}, {})
-
-    def _take(self, obs: Mapping[Any, Any], infos: Mapping[Any, Any],
-              terminateds: Mapping[Any, Any], truncateds: Mapping[Any, Any]) -> None:
-        spec = self.spec
-        self.last_obs.update(obs)
-        self.obs, self.infos = dict(obs), dict(infos)
-        self.actors = [spec.index[a] for a in obs
-                       if not (terminateds.get(a, False) or truncateds.get(a, False))]
-        if self.over:
-            self.actors = []
-            return
-        if not self.actors:
-            raise EnvContractError(spec.label, "turn.actors_exist",
-                                   "no agent is left to act but the episode is not over")
-        if len(self.actors) > 1 and not spec.simultaneous:
-            raise EnvContractError(
-                spec.label, "turn.actors_exist",
-                f"{len(self.actors)} agents act in one step, but the OpenSpiel game was "
-                "registered as sequential; register it with dynamics='simultaneous'",
-            )
-
-    def legal(self, player: int) -> list[int]:
-        if player not in self.actors:
-            return []
-        agent = self.spec.agents[player]
-        mask = find_action_mask(self.obs[agent], self.infos.get(agent))
-        size = self.spec.sizes[player]
-        if mask is None or mask.shape != (size,):
-            return list(range(size))
-        return [int(a) for a in np.flatnonzero(mask)]
-
-    def step(self, actions: Mapping[int, int]) -> None:
-        spec = self.spec
-        action_dict = {spec.agents[p]: spec.starts[p] + int(a) for p, a in actions.items()}
-        obs, rewards, terminateds, truncateds, infos = self.env.step(action_dict)
-        self.rewards = [0.0] * len(spec.agents)
-        for agent, reward in rewards.items():
-            self.rewards[spec.index[agent]] += float(reward)
-        self.returns = [r + d for r, d in zip(self.returns, self.rewards)]
-        self.over = bool(terminateds.get(ALL, False) or truncateds.get(ALL, False))
-        self._take(obs, infos, terminateds, truncateds)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> "_Episode":
-        # Spaces never change: share them instead of copying them on every clone().
-        env = self.env
-        spaces = list(self.spec.obs_spaces)
-        for attr in ("action_spaces", "observation_spaces"):
-            spaces += list((getattr(env, attr, None) or {}).values())
-        for space in spaces:
-            memo[id(space)] = space
-        clone = _Episode.__new__(_Episode)
-        memo[id(self)] = clone
-        for key, value in self.__dict__.items():
-            setattr(clone, key, copy.deepcopy(value, memo))
-        return clone
-
-
-class _HubState(pyspiel.State):
-    """An OpenSpiel state holding a hub env; the env is built on first use.
-
-    OpenSpiel's ``clone()`` makes a new initial state and deep-copies the
-    attributes into it, so building the env lazily keeps clones cheap and
-    keeps the game's seed sequence for real new episodes.
-    """
-
-    def __init__(self, game: Any) -> None:
-        super().__init__(game)
-        # Only the episode is an attribute: clone() deep-copies every attribute.
-        self._episode: Optional[_Episode] = None
-
-    @property
-    def episode(self) -> _Episode:
-        """The env and what it returned last."""
-        if self._episode is None:
-            game = self.get_game()
-            self._episode = _Episode(game.spec, game.draw_seed())
-        return self._episode
-
-    @property
-    def env(self) -> Any:
-        """The hub env inside this state (do not step it directly)."""
-        return self.episode.env
-
-    @property
-    def seed(self) -> int:
-        """The seed the env was reset with."""
-        return self.episode.seed
-
-    def current_player(self) -> int:
-        """The acting player, SIMULTANEOUS, or TERMINAL."""
-        episode = self.episode
-        if episode.over:
-            return pyspiel.PlayerId.TERMINAL
-        if episode.spec.simultaneous:
-            return pyspiel.PlayerId.SIMULTANEOUS
-        return episode.actors[0]
-
-    def _legal_actions(self, player: int) -> list[int]:
-        return self.episode.legal(player)
-
-    def _apply_action(self, action: int) -> None:
-        episode = self.episode
-        episode.step({episode.actors[0]: action})
-
-    def _apply_actions(self, actions: list[int]) -> None:
-        episode = self.episode
-        episode.step({p: actions[p] for p in episode.actors})
-
-    def _action_to_string(self, player: int, action: int) -> str:
-        spec = self.episode.spec
-        return f"{spec.agents[player]}:{spec.starts[player] + action}"
-
-    def is_terminal(self) -> bool:
-        """Whether the env's episode is over (terminated or truncated)."""
-        return self.episode.over
-
-    def rewards(self) -> list[float]:
-        """Each player's reward in the last step."""
-        return list(self.episode.rewards)
-
-    def returns(self) -> list[float]:
-        """Each player's rewards summed since the start."""
-        return list(self.episode.returns)
-
-    def __str__(self) -> str:
-        env = self.episode.env
-        try:
-            text = env.render()
-        except Exception:  # render is optional; fall back to the observations
-            text = None
-        return text if isinstance(text, str) else repr(self.episode.obs)
-
-
-class _Observer:
-    """The player's last observation, flattened (PyObserver interface)."""
-
-    def __init__(self, spec: _Spec) -> None:
-        self.spec = spec
-        if spec.tensor_size is None:
-            self.tensor = None
-            self.dict: dict[str, np.ndarray] = {}
-        else:
-            self.tensor = np.zeros(spec.tensor_size, np.float32)
-            self.dict = {"observation": self.tensor}
-
-    def set_from(self, state: _HubState, player: int) -> None:
-        """Write ``player``'s last observation into ``tensor`` (zeros before its first)."""
-        if self.tensor is None:
-            return
-        self.tensor.fill(0)
-        agent = self.spec.agents[player]
-        obs = state.episode.last_obs.get(agent)
-        if obs is None:
-            return
-        space = self.spec.obs_spaces[player]
-        flat = np.asarray(gym.spaces.flatten(_inner_space(space), _inner_obs(space, obs)),
-                          np.float32)
-        self.tensor[: flat.size] = flat
-
-    def string_from(self, state: _HubState, player: int) -> str:
-        """``player``'s last observation as text."""
-        obs = state.episode.last_obs.get(self.spec.agents[player])
-        return "" if obs is None else str(obs)
