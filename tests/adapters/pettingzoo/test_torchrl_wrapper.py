@@ -146,7 +146,7 @@ def test_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "torchrl_hub_envs.py"
+    path = Path(__file__).resolve().parents[3] / "examples" / "torchrl_hub_envs.py"
     spec = importlib.util.spec_from_file_location("torchrl_hub_envs", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def test_gymnasium_views_example(capsys: pytest.CaptureFixture[str]) -> None:

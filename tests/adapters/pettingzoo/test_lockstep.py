@@ -15,7 +15,7 @@ from marlhub.adapters.pettingzoo import (  # noqa: E402
 )
 from marlhub.contract.rules import EQUIV_RETURNS, EQUIV_TRAJECTORY  # noqa: E402
 from marlhub.core import ALL  # noqa: E402
-from tests.adapters.test_pettingzoo_custom_envs import Herd, Relay  # noqa: E402
+from tests.adapters.pettingzoo.test_custom_envs import Herd, Relay  # noqa: E402
 
 
 class OnlyActorsRewards(PettingZooEnv):

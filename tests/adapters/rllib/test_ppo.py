@@ -22,7 +22,7 @@ from ray.rllib.algorithms.ppo import PPOConfig  # noqa: E402
 
 from marlhub.adapters.rllib import register_with_ray  # noqa: E402
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rllib_ppo_tic_tac_toe.py"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "rllib_ppo_tic_tac_toe.py"
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pettingzoo_roundtrip.py"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "pettingzoo_roundtrip.py"
 
 
 @pytest.mark.filterwarnings("ignore:.*WARN. :UserWarning")

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "pettingzoo_overhead.py"
+BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "pettingzoo_overhead.py"
 
 
 def test_benchmark_quick_mode_prints_every_table(capsys: pytest.CaptureFixture[str]) -> None:

@@ -30,7 +30,7 @@ from marlhub.adapters.pettingzoo import (  # noqa: E402
 )
 from marlhub.conformance import check  # noqa: E402
 from marlhub.envs import RockPaperScissors, TicTacToe  # noqa: E402
-from tests.adapters.test_pettingzoo_custom_envs import Relay  # noqa: E402
+from tests.adapters.pettingzoo.test_custom_envs import Relay  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*WARN. :UserWarning")
 

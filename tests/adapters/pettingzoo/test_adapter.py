@@ -31,7 +31,7 @@ from marlhub.core import ALL  # noqa: E402
 from marlhub.envs import TicTacToe  # noqa: E402
 from marlhub.errors import ActionError, ProtocolError, ResetNeededError  # noqa: E402
 from marlhub.spaces import ActionSampler, find_action_mask  # noqa: E402
-from tests.adapters.test_pettingzoo_custom_envs import Herd, Relay  # noqa: E402
+from tests.adapters.pettingzoo.test_custom_envs import Herd, Relay  # noqa: E402
 
 # Third-party noise: gymnasium's logger warns about the spaces some PettingZoo envs build.
 pytestmark = pytest.mark.filterwarnings("ignore:.*WARN. :UserWarning")

@@ -36,7 +36,7 @@ from marlhub.errors import (  # noqa: E402
     ResetNeededError,
 )
 from marlhub.spaces import ActionSampler, find_action_mask  # noqa: E402
-from tests.adapters.test_pettingzoo_custom_envs import Herd, Relay, _quietly  # noqa: E402
+from tests.adapters.pettingzoo.test_custom_envs import Herd, Relay, _quietly  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
