@@ -37,11 +37,11 @@ from marlhub.errors import (
     UnknownEnvError,
 )
 from marlhub.registry import EnvContext, Registry, make, register_env, registered
+from marlhub.version import __version__
 from marlhub.wrappers import GroupAgentsWrapper  # also what with_agent_groups builds
 
 _renamed.install()
 
-__version__ = "0.1.0"
 
 __all__ = [
     "ALL",

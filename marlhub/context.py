@@ -19,13 +19,36 @@ is wrong and what it takes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Optional, overload
+from typing import Any, Callable, Literal, Optional, overload
 
 import numpy as np
 
 from marlhub.errors import ConfigError
 
-__all__ = ["EnvContext", "check_config", "check_int"]
+__all__ = ["EnvContext", "check_config", "check_int", "make_from_id", "set_id_resolver"]
+
+#: Builds the env of a registry id. The registry (a higher layer) sets it when it is
+#: imported, which every ``import marlhub`` does, so code below the registry can
+#: accept ids (``to_openspiel("tic_tac_toe")``) without importing it.
+_ID_RESOLVER: Optional[Callable[[str, Optional[Mapping[str, Any]]], Any]] = None
+
+
+def set_id_resolver(resolver: Callable[[str, Optional[Mapping[str, Any]]], Any]) -> None:
+    """Set what :func:`make_from_id` calls (the default registry's ``make``)."""
+    global _ID_RESOLVER
+    _ID_RESOLVER = resolver
+
+
+def make_from_id(env_id: str, config: Optional[Mapping[str, Any]] = None) -> Any:
+    """Build the env of the registry id ``env_id`` with ``config`` (see ``marlhub.make``).
+
+    Example:
+        >>> make_from_id("rock_paper_scissors").possible_agents
+        ['player1', 'player2']
+    """
+    if _ID_RESOLVER is None:  # pragma: no cover - the registry sets it on import
+        raise RuntimeError("no registry is loaded to resolve env ids; import marlhub first.")
+    return _ID_RESOLVER(env_id, config)
 
 
 class EnvContext(dict):

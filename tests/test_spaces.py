@@ -6,7 +6,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from marlhub.spaces import ActionSampler, find_action_mask, why_illegal, why_not_in_space
+from marlhub.spaces import (
+    ActionSampler,
+    find_action_mask,
+    why_illegal,
+    why_not_in_space,
+)
 
 BOX = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 

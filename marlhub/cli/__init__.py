@@ -27,11 +27,11 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from marlhub import __version__
 from marlhub.cli.check import add_check_command
 from marlhub.cli.list import add_list_command
 from marlhub.cli.output import Progress, err, out, positive_int, seed_int
 from marlhub.cli.run import add_run_command
+from marlhub.version import __version__
 
 __all__ = [
     "Progress",

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
 from marlhub.adapters.apis import BUILTIN_FAMILIES
+from marlhub.context import set_id_resolver
 from marlhub.envs import BUILTIN_ENVS
 from marlhub.registry.entry_points import ENTRY_POINT_GROUP
 from marlhub.registry.registry import Registry
@@ -134,3 +135,6 @@ def registered(pattern: str = "*", *, families: bool = True) -> list[str]:
         ['tic_tac_toe', 'traffic']
     """
     return default_registry().registered(pattern, families=families)
+
+
+set_id_resolver(make)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from marlhub.context import EnvContext
 from marlhub.core import ALL
 from marlhub.envs import RockPaperScissors
 from marlhub.errors import ActionError, ConfigError, ResetNeededError
-from marlhub.context import EnvContext
 
 ROCK, PAPER, SCISSORS = RockPaperScissors.ROCK, RockPaperScissors.PAPER, RockPaperScissors.SCISSORS
 

@@ -6,18 +6,12 @@ from typing import Any, Optional
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 from gymnasium.spaces import Dict, Discrete, MultiDiscrete, Tuple
 from gymnasium.utils.env_checker import check_env
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from marlhub import ALL, MarlhubWarning, MultiAgentEnv
-from marlhub.wrappers.groups import (
-    GROUP_INFO,
-    GROUP_REWARDS,
-    INDIVIDUAL_REWARDS,
-    GroupAgentsWrapper,
-)
 from marlhub.adapters.gymnasium import make_multi_agent, to_gymnasium
 from marlhub.conformance import check
 from marlhub.envs import RockPaperScissors, TicTacToe, Traffic
@@ -27,6 +21,12 @@ from marlhub.errors import (
     ConfigError,
     NotParallelizableError,
     ResetNeededError,
+)
+from marlhub.wrappers.groups import (
+    GROUP_INFO,
+    GROUP_REWARDS,
+    INDIVIDUAL_REWARDS,
+    GroupAgentsWrapper,
 )
 
 ENV_STATE = "state"  # ray.rllib.env.multi_agent_env.ENV_STATE

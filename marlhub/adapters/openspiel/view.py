@@ -29,6 +29,7 @@ from typing import Any, Optional, cast
 
 import gymnasium as gym
 
+from marlhub.adapters.apis import to_hub
 from marlhub.adapters.openspiel.games import import_pyspiel
 from marlhub.adapters.openspiel.view_state import (
     GameSpec,
@@ -36,6 +37,7 @@ from marlhub.adapters.openspiel.view_state import (
     HubState,
     flat_size,
 )
+from marlhub.context import EnvContext, make_from_id
 from marlhub.episode.play import RandomEpisode, episode_seed
 from marlhub.errors import ConfigError, EnvRegistrationError
 
@@ -51,13 +53,9 @@ _OURS: dict[str, Any] = {}
 
 def _creator_of(env_or_creator: Any) -> Callable[[], Any]:
     """A zero-argument callable returning a fresh hub env."""
-    from marlhub.adapters import to_hub
-
     if isinstance(env_or_creator, str):
-        import marlhub
-
         env_id = env_or_creator
-        return lambda: marlhub.make(env_id)
+        return lambda: make_from_id(env_id)
     if isinstance(env_or_creator, type) or (
         callable(env_or_creator) and not hasattr(env_or_creator, "step")
     ):
@@ -71,8 +69,6 @@ def _creator_of(env_or_creator: Any) -> Callable[[], Any]:
         except (TypeError, ValueError):
             takes_config = False
         if takes_config:
-            from marlhub.registry import EnvContext
-
             return lambda: to_hub(factory(EnvContext()))
         return lambda: to_hub(factory())
     template = to_hub(env_or_creator)

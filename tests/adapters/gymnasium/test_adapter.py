@@ -19,6 +19,7 @@ from marlhub.adapters.gymnasium import (
     make_multi_agent,
     to_gymnasium,
 )
+from marlhub.adapters.gymnasium.family import GymnasiumFamily
 from marlhub.conformance import check
 from marlhub.contract.rules import EQUIV_TRAJECTORY
 from marlhub.envs import RockPaperScissors
@@ -31,7 +32,6 @@ from marlhub.errors import (
     UnknownEnvError,
 )
 from marlhub.registry import EnvContext, Registry
-from marlhub.adapters.gymnasium.family import GymnasiumFamily
 
 
 class StatelessCartPole(CartPoleEnv):

@@ -7,9 +7,9 @@ from typing import Any, Callable, Optional
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from gymnasium.utils.env_checker import check_env
 
 from marlhub import ALL, MultiAgentEnv
 from marlhub.adapters.gymnasium import (

@@ -7,13 +7,13 @@ import pytest
 pyspiel = pytest.importorskip("pyspiel")
 
 from marlhub.adapters.openspiel import OpenSpielEnv  # noqa: E402
-from marlhub.conformance import check  # noqa: E402
-from marlhub.errors import ConfigError, UnknownEnvError  # noqa: E402
-from marlhub.registry import EnvContext, Registry  # noqa: E402
 from marlhub.adapters.openspiel.family import (  # noqa: E402
     PARAMETERISED_EXAMPLES,
     OpenSpielFamily,
 )
+from marlhub.conformance import check  # noqa: E402
+from marlhub.errors import ConfigError, UnknownEnvError  # noqa: E402
+from marlhub.registry import EnvContext, Registry  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ from pettingzoo.env_registry.exceptions import FailedToImport  # noqa: E402
 from pettingzoo.utils.wrappers import BaseWrapper  # noqa: E402
 
 from marlhub.adapters import to_hub  # noqa: E402
-from marlhub.adapters.pettingzoo.adapter import state_holder  # noqa: E402
 from marlhub.adapters.pettingzoo import (  # noqa: E402
     ParallelPettingZooEnv,
     PettingZooEnv,
@@ -26,6 +25,7 @@ from marlhub.adapters.pettingzoo import (  # noqa: E402
     is_pettingzoo_env,
     to_pettingzoo,
 )
+from marlhub.adapters.pettingzoo.adapter import state_holder  # noqa: E402
 from marlhub.conformance import check  # noqa: E402
 from marlhub.core import ALL  # noqa: E402
 from marlhub.envs import TicTacToe  # noqa: E402

@@ -10,10 +10,10 @@ pettingzoo = pytest.importorskip("pettingzoo")
 
 import marlhub  # noqa: E402
 from marlhub.adapters.pettingzoo import ParallelPettingZooEnv, PettingZooEnv  # noqa: E402
+from marlhub.adapters.pettingzoo.family import PettingZooFamily  # noqa: E402
 from marlhub.conformance import check  # noqa: E402
 from marlhub.errors import ConfigError, MissingDependencyError, UnknownEnvError  # noqa: E402
 from marlhub.registry import EnvContext, Registry  # noqa: E402
-from marlhub.adapters.pettingzoo.family import PettingZooFamily  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*WARN. :UserWarning")
 

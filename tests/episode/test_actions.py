@@ -1,0 +1,127 @@
+"""One validator: every family and view accepts and refuses the same action forms alike."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import marlhub
+from marlhub.contract.compare import why_different
+from marlhub.episode.actions import (
+    ActionChecker,
+    check_action,
+    check_action_dict,
+    fast_check,
+)
+from marlhub.errors import ActionError
+from marlhub.spaces import find_action_mask
+
+DISCRETE = gym.spaces.Discrete(3)
+BOX = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+ACCEPTED = [1, np.int64(1), np.int8(1), np.uint32(1), np.array(1)]
+REFUSED = [True, np.bool_(True), 1.0, "1", np.array([1]), np.array(1.0), 3, -1, None]
+
+
+@pytest.mark.parametrize("action", ACCEPTED, ids=repr)
+def test_the_forms_discrete_contains_accepts_are_actions(action: Any) -> None:
+    assert check_action("a", DISCRETE, action) == 1
+    assert type(check_action("a", DISCRETE, action)) is int
+
+
+@pytest.mark.parametrize("action", REFUSED, ids=repr)
+def test_other_forms_are_refused_with_the_reason(action: Any) -> None:
+    with pytest.raises(ActionError, match=r"Bad action for 'a'.*Discrete\(3\) \("):
+        check_action("a", DISCRETE, action)
+
+
+@pytest.mark.parametrize("action", [np.array([0.5, np.nan], np.float32), [0.0, 0.0],
+                                    np.zeros(3, np.float32), np.array([2.0, 0.0], np.float32)],
+                         ids=["nan", "list", "shape", "bound"])
+def test_box_actions_are_refused_for_nan_lists_shapes_and_bounds(action: Any) -> None:
+    with pytest.raises(ActionError):
+        check_action("a", BOX, action)
+
+
+def test_the_mask_is_honoured_and_named() -> None:
+    with pytest.raises(ActionError, match=r"action 1 is masked out; legal actions are \[0, 2\]"):
+        check_action("a", DISCRETE, 1, [1, 0, 1])
+    assert check_action("a", DISCRETE, 2, np.array([True, False, True])) == 2
+
+
+@pytest.mark.parametrize("action", ACCEPTED + REFUSED, ids=repr)
+def test_the_fast_path_agrees_with_the_full_check(action: Any) -> None:
+    checker = ActionChecker({"a": DISCRETE}.__getitem__)
+    try:
+        check_action("a", DISCRETE, action)
+        full = True
+    except ActionError:
+        full = False
+    try:
+        checker.check("a", action)
+        fast = True
+    except ActionError:
+        fast = False
+    assert fast == full
+    quick = fast_check(DISCRETE)
+    assert quick is not None and (not quick(action, None) or full)
+
+
+def test_a_whole_dict_is_checked_before_anything_and_hints_differ() -> None:
+    spaces = {"a": DISCRETE, "b": DISCRETE}
+    kwargs: dict[str, Any] = dict(actors=["a"], possible_agents=["a", "b"],
+                                  space_of=spaces.__getitem__)
+    with pytest.raises(ActionError, match="'b' did not receive an observation"):
+        check_action_dict("E", {"a": 0, "b": 0}, **kwargs)
+    with pytest.raises(ActionError, match="'z' is not an agent of E; its agents are"):
+        check_action_dict("E", {"a": 0, "z": 0}, **kwargs)
+    with pytest.raises(ActionError, match="Add an action for 'a'"):
+        check_action_dict("E", {}, **kwargs)
+    with pytest.raises(ActionError, match="expected a dict mapping each actor"):
+        check_action_dict("E", [0], **kwargs)
+    with pytest.raises(ActionError, match="'b': it is busy"):
+        check_action_dict("E", {"a": 0, "b": 0}, **kwargs, why_not_actor=lambda a: "it is busy")
+
+
+# Every family: the same bad forms are refused, and the env is left exactly as its twin.
+FAMILIES: list[tuple[str, Callable[[], Any]]] = [
+    ("builtin", lambda: marlhub.make("tic_tac_toe")),
+    ("groups", lambda: marlhub.make("rock_paper_scissors").with_agent_groups(
+        {"team": ["player1", "player2"]})),
+]
+for _id in ("openspiel/tic_tac_toe", "pettingzoo/classic/tictactoe-v3", "gymnasium/FrozenLake-v1"):
+    FAMILIES.append((_id, lambda _id=_id: marlhub.make(_id)))
+
+
+def _bad_dicts(env: Any, obs: Any) -> list[Any]:
+    actor = next(iter(obs))
+    space = env.get_action_space(actor)
+    if isinstance(space, gym.spaces.Tuple):
+        return [{actor: (True, 0)}, {actor: (np.array([1]), 0)}, {actor: (0,)}]
+    return [{actor: True}, {actor: np.array([1])}, {actor: 1.5}, {actor: space.n + space.start},
+            {}, {actor: 0, "nobody": 0}]
+
+
+@pytest.mark.parametrize(("name", "make"), FAMILIES, ids=[n for n, _ in FAMILIES])
+def test_every_family_refuses_the_same_bad_forms_and_stays_as_its_twin(
+        name: str, make: Callable[[], Any]) -> None:
+    pytest.importorskip({"openspiel": "pyspiel", "pettingzoo": "pettingzoo"}.get(
+        name.split("/")[0], "gymnasium"))
+    env, twin = make(), make()
+    obs, _ = env.reset(seed=3)
+    twin.reset(seed=3)
+    for bad in _bad_dicts(env, obs):
+        with pytest.raises(ActionError):
+            env.step(bad)
+    actions = {a: np.int64(0) if not isinstance(env.get_action_space(a), gym.spaces.Tuple)
+               else (0, 0) for a in obs}
+    mask_actions = {}
+    for agent, action in actions.items():
+        mask = find_action_mask(obs[agent])
+        mask_actions[agent] = (np.int64(int(np.flatnonzero(mask)[0])) if mask is not None
+                               else action)
+
+    assert why_different(env.step(mask_actions)[:4], twin.step(mask_actions)[:4]) is None
