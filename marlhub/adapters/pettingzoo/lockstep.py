@@ -75,7 +75,23 @@ def _twin_of(native: Any, kind_of: Callable[[Any], str]) -> NativeTwin:
     return AECTwin(native) if kind_of(native) == "aec" else ParallelTwin(native)
 
 
-class AECTwin(NativeTwin):
+class _PettingZooTwin(NativeTwin):
+    """What both twins share: the returns they sum, their end, their env."""
+
+    env: Any
+    sums: dict[Any, float]
+
+    def returns(self) -> Mapping[Any, float]:
+        return self.sums
+
+    def ended(self) -> bool:
+        return not self.env.agents
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class AECTwin(_PettingZooTwin):
     """A native AEC env, read the way its own docs loop over it (``agent_iter`` / ``last()``)."""
 
     def __init__(self, env: Any) -> None:
@@ -134,17 +150,8 @@ class AECTwin(NativeTwin):
         truncs[ALL] = over and self.any_truncated
         return obs, terms, truncs, infos
 
-    def returns(self) -> Mapping[Any, float]:
-        return self.sums
 
-    def ended(self) -> bool:
-        return not self.env.agents
-
-    def close(self) -> None:
-        self.env.close()
-
-
-class ParallelTwin(NativeTwin):
+class ParallelTwin(_PettingZooTwin):
     """A native parallel env, read through PettingZoo's own ``parallel_to_aec`` conversion.
 
     Each hub step is one AEC cycle: every actor's action is stepped in
@@ -209,12 +216,3 @@ class ParallelTwin(NativeTwin):
         adapted, native = sorted(map(repr, obs)), sorted(map(repr, self.env.agents))
         if adapted != native:
             lock.differ(what, f"agents {adapted} vs PettingZoo's agents {native}")
-
-    def returns(self) -> Mapping[Any, float]:
-        return self.sums
-
-    def ended(self) -> bool:
-        return not self.env.agents
-
-    def close(self) -> None:
-        self.env.close()

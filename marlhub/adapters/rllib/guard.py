@@ -24,19 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Optional
 
 from marlhub.contract import rules
-from marlhub.contract.checks import (
-    Issue,
-    Transition,
-    check_actors_exist,
-    check_all_consistent,
-    check_all_present,
-    check_done_final,
-    check_flags_bool,
-    check_ids_known,
-    check_reward_present,
-    check_reward_scalar,
-    check_truncation_has_obs,
-)
+from marlhub.contract.checks import TRANSITION_CHECKS, Issue, Transition
 from marlhub.core import AgentID
 from marlhub.errors import EnvContractError
 
@@ -46,16 +34,13 @@ _Check = Callable[[Transition, Any], Iterable[Issue]]
 
 #: The rules checked on every transition: those whose breach makes RLlib raise
 #: or loop forever (ids, actors, done flags, final data, rewards).
+_RLLIB_RAISES_ON = frozenset({
+    rules.IDS_KNOWN, rules.TURN_ACTORS_EXIST, rules.DONE_ALL_PRESENT, rules.DONE_FLAGS_BOOL,
+    rules.DONE_ALL_CONSISTENT, rules.DONE_FINAL, rules.DONE_TRUNCATION_HAS_OBS,
+    rules.REWARD_PRESENT, rules.REWARD_SCALAR,
+})
 GUARDED_RULES: list[tuple[str, _Check]] = [
-    (rules.IDS_KNOWN, check_ids_known),
-    (rules.TURN_ACTORS_EXIST, check_actors_exist),
-    (rules.DONE_ALL_PRESENT, check_all_present),
-    (rules.DONE_FLAGS_BOOL, check_flags_bool),
-    (rules.DONE_ALL_CONSISTENT, check_all_consistent),
-    (rules.DONE_FINAL, check_done_final),
-    (rules.DONE_TRUNCATION_HAS_OBS, check_truncation_has_obs),
-    (rules.REWARD_PRESENT, check_reward_present),
-    (rules.REWARD_SCALAR, check_reward_scalar),
+    (rule, check) for rule, check in TRANSITION_CHECKS if rule in _RLLIB_RAISES_ON
 ]
 
 
