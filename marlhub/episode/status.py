@@ -33,6 +33,7 @@ __all__ = [
     "flag",
     "require_running",
     "truthy",
+    "with_all",
 ]
 
 #: Why ``step`` is refused before the first ``reset``.
@@ -88,6 +89,16 @@ def done_agents(*tables: Mapping[Any, Any]) -> set[AgentID]:
         ['a', 'c']
     """
     return {a for table in tables for a, v in table.items() if a != ALL and truthy(v)}
+
+
+def with_all(flags: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    """Return a done dict with ``__all__``: itself when it has one, else a copy with False.
+
+    Example:
+        >>> with_all({"a": True})
+        {'a': True, '__all__': False}
+    """
+    return flags if ALL in flags else {**flags, ALL: False}
 
 
 def actors_of(obs: Iterable[AgentID], terminateds: Mapping[Any, Any],

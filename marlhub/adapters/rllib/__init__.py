@@ -45,12 +45,14 @@ from typing import Any
 
 from marlhub.adapters.apis import to_hub
 from marlhub.adapters.rllib.adapter import RLlibEnv, read_possible_agents
+from marlhub.adapters.rllib.lockstep import compare_with_native
 from marlhub.backends import import_backend
 from marlhub.core import MultiAgentEnv, is_multi_agent_env, missing_protocol_members
 from marlhub.errors import ProtocolError
 
 __all__ = [
     "RLlibEnv",
+    "compare_with_native",
     "from_rllib",
     "is_rllib_env",
     "is_rllib_view_of_hub",

@@ -35,7 +35,6 @@ import gymnasium as gym
 
 from marlhub.adapters.rllib.guard import EpisodeGuard
 from marlhub.core import (
-    ALL,
     AgentID,
     MultiAgentDict,
     MultiAgentEnv,
@@ -44,7 +43,13 @@ from marlhub.core import (
     missing_protocol_members,
 )
 from marlhub.episode.actions import check_action_dict
-from marlhub.episode.status import EPISODE_OVER, NOT_RESET, done_agents, episode_over
+from marlhub.episode.status import (
+    EPISODE_OVER,
+    NOT_RESET,
+    done_agents,
+    episode_over,
+    with_all,
+)
 from marlhub.errors import (
     EnvContractError,
     ProtocolError,
@@ -173,8 +178,8 @@ class RLlibEnv(MultiAgentEnv):
                 f"step() returned {type(result).__name__} {result!r:.80}, not a 5-tuple of dicts",
             )
         obs, rewards, terminateds, truncateds, infos = result
-        terminateds = _with_all(terminateds)
-        truncateds = _with_all(truncateds)
+        terminateds = with_all(terminateds)
+        truncateds = with_all(truncateds)
         result = (obs, rewards, terminateds, truncateds, infos)
         done_now = done_agents(terminateds, truncateds)
         if self._guard is not None:
@@ -243,9 +248,3 @@ def _joint_space(env: Any, missing_member: str) -> bool:
     # "get_observation_space() or observation_spaces" -> does env.observation_space exist?
     kind = "observation" if "observation" in missing_member else "action"
     return isinstance(getattr(env, f"{kind}_space", None), gym.Space)
-
-
-def _with_all(flags: Mapping[Any, Any]) -> Mapping[Any, Any]:
-    if ALL in flags:
-        return flags
-    return {**flags, ALL: False}
