@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from marlhub.conformance.runner import CheckSettings, Outcome, run_targets  # noqa: E402
+from marlhub.conformance.runner import CheckOptions, Outcome, run_targets  # noqa: E402
 from marlhub.adapters.openspiel.family import (  # noqa: E402
     PARAMETERISED_EXAMPLES,
     OpenSpielFamily,
@@ -97,7 +97,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
 
     targets, cannot_load = _targets(args.games)
-    settings = CheckSettings(episodes=args.episodes, seed=args.seed, max_steps=args.max_steps,
+    settings = CheckOptions(episodes=args.episodes, seed=args.seed, max_steps=args.max_steps,
                              timeout=args.timeout, against_native=True)
     started = time.perf_counter()
 
@@ -114,7 +114,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     for target in slow:
         reason, episodes = SLOW_GAMES[target.split("/", 1)[1]]
         print(f"  {target}: {min(episodes, args.episodes)} episodes only ({reason})")
-        few = CheckSettings(episodes=min(episodes, args.episodes), seed=args.seed,
+        few = CheckOptions(episodes=min(episodes, args.episodes), seed=args.seed,
                             max_steps=args.max_steps, timeout=args.timeout, against_native=True)
         done_outcomes += run_targets([target], few, jobs=1, on_done=progress)
     by_target = {o.target: o for o in done_outcomes}

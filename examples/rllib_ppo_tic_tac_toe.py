@@ -30,7 +30,7 @@ from typing import Any, Optional
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import marlhub  # noqa: E402
-from marlhub.adapters.rllib import register_with_ray  # noqa: E402
+from marlhub.registry import register_with_ray  # noqa: E402
 
 
 def build_config(env_id: str, env_config: dict[str, Any], *, num_env_runners: int) -> Any:

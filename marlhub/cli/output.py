@@ -30,26 +30,24 @@ def err(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def positive_int(text: str) -> int:
-    """Parse a whole number >= 1 (an argparse ``type``)."""
+def _whole_number(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected a number >= {minimum}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """Parse a whole number >= 1 (an argparse ``type``)."""
+    return _whole_number(text, 1)
 
 
 def seed_int(text: str) -> int:
     """Parse a whole number >= 0 (an argparse ``type``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
-    return value
+    return _whole_number(text, 0)
 
 
 def parse_config(text: Optional[str]) -> tuple[Optional[dict[str, Any]], str]:

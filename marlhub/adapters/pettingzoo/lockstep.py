@@ -80,6 +80,13 @@ class _PettingZooTwin(NativeTwin):
 
     env: Any
     sums: dict[Any, float]
+    any_truncated: bool
+
+    def _begin(self, seed: Optional[int]) -> None:
+        """Reset the native env and the sums for a new episode."""
+        self.sums = defaultdict(float)
+        self.any_truncated = False
+        self.env.reset(seed=seed)
 
     def returns(self) -> Mapping[Any, float]:
         return self.sums
@@ -96,13 +103,9 @@ class AECTwin(_PettingZooTwin):
 
     def __init__(self, env: Any) -> None:
         self.env = env
-        self.sums: dict[Any, float] = defaultdict(float)
-        self.any_truncated = False
 
     def reset(self, seed: Optional[int], first: Step, lock: Lockstep) -> None:
-        self.sums = defaultdict(float)
-        self.any_truncated = False
-        self.env.reset(seed=seed)
+        self._begin(seed)
         obs, _, _, infos = self._advance({})
         lock.expect("observations", first.obs, obs)
         lock.expect("infos", dict(first.infos), infos)
@@ -163,15 +166,10 @@ class ParallelTwin(_PettingZooTwin):
     def __init__(self, env: Any) -> None:
         from pettingzoo.utils.conversions import parallel_to_aec
 
-        self.parallel = env
         self.env = parallel_to_aec(env)
-        self.sums: dict[Any, float] = defaultdict(float)
-        self.any_truncated = False
 
     def reset(self, seed: Optional[int], first: Step, lock: Lockstep) -> None:
-        self.sums = defaultdict(float)
-        self.any_truncated = False
-        self.env.reset(seed=seed)
+        self._begin(seed)
         self._expect_agents("observations", first.obs, lock)
         lock.expect("observations", first.obs, {a: self.env.observe(a) for a in first.obs})
 
