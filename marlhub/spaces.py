@@ -30,15 +30,36 @@ import numpy as np
 
 __all__ = [
     "ACTION_MASK_KEY",
+    "ADVISORY_MASKS",
     "ActionSampler",
     "find_action_mask",
+    "masks_are_binding",
     "raw_action_mask",
     "why_illegal",
+    "zero_like",
     "why_not_in_space",
 ]
 
 #: Key under which envs (PettingZoo classic, OpenSpiel adapters) keep the legal-action mask.
 ACTION_MASK_KEY = "action_mask"
+
+#: ``metadata`` key an env sets to True when its action masks are advice, not rules:
+#: Gymnasium's Taxi publishes which actions change the state, yet accepts every action.
+#: Adapters and wrappers then accept every action in the space, as the native env does.
+ADVISORY_MASKS = "marlhub.advisory_action_masks"
+
+
+def masks_are_binding(env: Any) -> bool:
+    """Tell whether ``env``'s action masks say which actions it accepts (the default).
+
+    Example:
+        >>> class Taxi:
+        ...     metadata = {ADVISORY_MASKS: True}
+        >>> masks_are_binding(Taxi()), masks_are_binding(object())
+        (False, True)
+    """
+    metadata = getattr(env, "metadata", None)
+    return not (isinstance(metadata, Mapping) and metadata.get(ADVISORY_MASKS, False))
 
 
 def raw_action_mask(observation: Any, info: Optional[Mapping[str, Any]] = None) -> Any:
@@ -208,3 +229,31 @@ class ActionSampler:
             entry = (space, own)
             self._spaces[agent] = entry
         return entry[1]
+
+
+def zero_like(space: gym.Space) -> Any:
+    """Return a fixed element of ``space`` that stands for "nothing observed yet".
+
+    Zeros where zeros are allowed (an all-zero action mask means "no legal
+    action"), else the nearest bound; a deterministic sample for other spaces.
+
+    Example:
+        >>> box, mask = gym.spaces.Box(1, 2, (2,)), gym.spaces.MultiBinary(3)
+        >>> zero_like(gym.spaces.Dict({"obs": box, "mask": mask}))
+        {'mask': array([0, 0, 0], dtype=int8), 'obs': array([1., 1.], dtype=float32)}
+    """
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.start)
+    if isinstance(space, gym.spaces.Box):
+        return np.clip(np.zeros(space.shape), space.low, space.high).astype(space.dtype)
+    if isinstance(space, gym.spaces.MultiBinary):
+        return np.zeros(space.shape, dtype=space.dtype)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return np.asarray(space.start, dtype=space.dtype).copy()
+    if isinstance(space, gym.spaces.Dict):
+        return {key: zero_like(sub) for key, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(zero_like(sub) for sub in space.spaces)
+    own = copy.deepcopy(space)  # never advance the RNG of the env's own space
+    own.seed(0)
+    return own.sample()

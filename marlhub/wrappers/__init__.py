@@ -2,6 +2,8 @@
 
 * :class:`~marlhub.wrappers.groups.GroupAgentsWrapper`: several agents acting as
   one, with ``Tuple`` spaces (RLlib's ``with_agent_groups``).
+* :class:`~marlhub.wrappers.illegal.IllegalActionWrapper`: masked-out actions
+  raise, end the episode with a penalty, or are replaced by legal ones.
 
 Example:
     >>> from marlhub.envs import RockPaperScissors
@@ -12,5 +14,6 @@ Example:
 from __future__ import annotations
 
 from marlhub.wrappers.groups import GroupAgentsWrapper
+from marlhub.wrappers.illegal import ILLEGAL_ACTION_POLICIES, IllegalActionWrapper
 
-__all__ = ["GroupAgentsWrapper"]
+__all__ = ["ILLEGAL_ACTION_POLICIES", "GroupAgentsWrapper", "IllegalActionWrapper"]

@@ -38,6 +38,7 @@ from marlhub.core import (
 )
 from marlhub.episode.actions import check_action_dict
 from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
+from marlhub.spaces import ADVISORY_MASKS
 from marlhub.errors import (
     AgentIdError,
     ConfigError,
@@ -106,7 +107,9 @@ class GymnasiumMultiEnv(MultiAgentEnv):
         self.agents = list(ids)
         self.observation_spaces = {a: e.observation_space for a, e in zip(ids, envs)}
         self.action_spaces = {a: e.action_space for a, e in zip(ids, envs)}
-        self.metadata = dict(getattr(envs[0], "metadata", None) or {})
+        # Gymnasium's action masks (Taxi's info["action_mask"]) say which actions change the
+        # state; every action in the space is still accepted, so they bind nobody.
+        self.metadata = {**(getattr(envs[0], "metadata", None) or {}), ADVISORY_MASKS: True}
         self.render_mode = getattr(envs[0], "render_mode", None)
         self.terminateds: set[AgentID] = set()
         self.truncateds: set[AgentID] = set()

@@ -1,8 +1,8 @@
-"""hub -> Gymnasium: one agent's view (:class:`AgentView`) and the joint view (:class:`JointView`).
+"""hub -> Gymnasium: :func:`to_gymnasium`, one agent's view (:class:`AgentView`) or the joint one.
 
-Both are plain ``gymnasium.Env`` subclasses that drive a hub env, so
-Gymnasium's ``check_env``, wrappers and vector envs take them. Made by
-:func:`marlhub.adapters.gymnasium.to_gymnasium`; semantics there.
+Both views are plain ``gymnasium.Env`` subclasses that drive a hub env, so
+Gymnasium's ``check_env``, wrappers and vector envs take them; the joint view
+is :class:`~marlhub.adapters.gymnasium.joint_view.JointView`.
 
 Example:
     >>> from marlhub.envs import TicTacToe
@@ -19,20 +19,25 @@ from collections.abc import Callable, Mapping
 from typing import Any, Optional, SupportsFloat, Union, cast
 
 import gymnasium as gym
+import numpy as np
 
 from marlhub.adapters.apis import to_hub
 from marlhub.adapters.gymnasium.adapter import GymnasiumMultiEnv, is_gymnasium_env
+from marlhub.adapters.gymnasium.driving import (
+    DEFAULT_ILLEGAL_ACTION,
+    DrivenView,
+    HubDriver,
+)
+from marlhub.adapters.gymnasium.joint_view import JointView
 from marlhub.contract.rules import TURN_ACTORS_EXIST
 from marlhub.core import ALL, AgentID, MultiAgentDict
-from marlhub.episode.actions import check_action, check_action_dict
-from marlhub.episode.status import EPISODE_OVER, NOT_RESET, flag, require_running
+from marlhub.episode.actions import check_action
+from marlhub.episode.status import NOT_RESET, flag, require_running
 from marlhub.errors import (
-    ActionError,
     AgentIdError,
     EnvContractError,
-    NotParallelizableError,
 )
-from marlhub.spaces import ActionSampler, find_action_mask
+from marlhub.spaces import ACTION_MASK_KEY, ActionSampler, zero_like
 
 __all__ = ["AgentView", "JointView", "Policies", "Policy", "to_gymnasium"]
 
@@ -42,57 +47,11 @@ Policy = Callable[[Any, AgentID], Any]
 Policies = Union[None, Policy, Mapping[AgentID, Policy]]
 
 _AGENT_DONE = "the agent's episode is over (it terminated or was truncated)"
+#: Info key set at reset when the episode ended before the agent's first turn.
+NO_TURN = "episode_over_before_turn"
 
 
-class _HubDriver:
-    """Reads hub outputs: last observations and infos, done agents, whether the episode is over."""
-
-    def __init__(self, hub_env: Any) -> None:
-        self.hub_env = hub_env
-        self.last_obs: MultiAgentDict = {}
-        self.last_infos: MultiAgentDict = {}
-        self.done: set[AgentID] = set()
-        self.over = False
-        self.actors: list[AgentID] = []
-
-    def begin(self, obs: MultiAgentDict, infos: MultiAgentDict) -> None:
-        self.last_obs = dict(obs)
-        self.last_infos = {a: infos.get(a, {}) for a in obs}
-        self.done = set()
-        self.over = False
-        self.actors = list(obs)
-
-    def record(self, result: tuple[Any, ...]) -> None:
-        obs, _, terminateds, truncateds, infos = result
-        for agent, value in obs.items():
-            self.last_obs[agent] = value
-            self.last_infos[agent] = infos.get(agent, {})
-        for table in (terminateds, truncateds):
-            self.done.update(a for a, v in table.items() if a != ALL and v)
-        self.over = flag(terminateds, ALL) or flag(truncateds, ALL)
-        self.actors = [] if self.over else [a for a in obs if a not in self.done]
-
-    def mask(self, agent: AgentID) -> Any:
-        return find_action_mask(self.last_obs.get(agent), self.last_infos.get(agent))
-
-
-class _RendersHub:
-    """What both views pass straight to the hub env they show."""
-
-    hub_env: Any
-
-    def render(self) -> Any:
-        """Render the hub env."""
-        return self.hub_env.render()
-
-    def close(self) -> None:
-        """Close the hub env."""
-        close = getattr(self.hub_env, "close", None)
-        if callable(close):
-            close()
-
-
-class AgentView(_RendersHub, gym.Env):
+class AgentView(DrivenView, gym.Env):
     """One agent's view of a hub env; the other agents act through policies.
 
     Args:
@@ -101,6 +60,12 @@ class AgentView(_RendersHub, gym.Env):
         others: None (seeded random legal actions), a policy
             ``policy(observation, agent_id) -> action`` for every other agent, or
             a mapping of agent id to policy (agents left out act at random).
+        illegal_action: what a masked-out action does (see :func:`to_gymnasium`).
+
+    When the hub episode ends before the agent's first turn (the others folded,
+    or it never entered), ``reset`` returns the agent's last observation (zeros
+    if it had none) with ``info["episode_over_before_turn"] = True``, and the
+    next ``step`` ends the agent's episode with the rewards it got meanwhile.
 
     Attributes:
         hub_env: the hub env.
@@ -111,8 +76,9 @@ class AgentView(_RendersHub, gym.Env):
         TypeError: ``others`` or one of its values is not callable.
     """
 
-    def __init__(self, hub_env: Any, agent_id: AgentID, *, others: Policies = None) -> None:
-        self.hub_env = hub_env
+    def __init__(self, hub_env: Any, agent_id: AgentID, *, others: Policies = None,
+                 illegal_action: str = DEFAULT_ILLEGAL_ACTION) -> None:
+        self._drive(hub_env, illegal_action)
         self.agent_id = agent_id
         self.observation_space = hub_env.get_observation_space(agent_id)
         self.action_space = hub_env.get_action_space(agent_id)
@@ -121,7 +87,7 @@ class AgentView(_RendersHub, gym.Env):
         self._policy, self._policies = _policy_table(others, list(hub_env.possible_agents), agent_id)
         self._spaces: dict[AgentID, gym.Space] = {}
         self._sampler: Optional[ActionSampler] = None
-        self._hub = _HubDriver(hub_env)
+        self._hub = HubDriver(self._env)
         self._pending = 0.0
         self._terminated = False
         self._truncated = False
@@ -145,22 +111,20 @@ class AgentView(_RendersHub, gym.Env):
             self._sampler = ActionSampler(seed)
         elif self._sampler is None:
             self._sampler = ActionSampler(int(self.np_random.integers(2**63 - 1)))
-        obs, infos = self.hub_env.reset(seed=seed, options=options)
+        obs, infos = self._env.reset(seed=seed, options=options)
         self._hub.begin(obs, infos)
         self._pending = 0.0
         self._terminated = self._truncated = False
         self._fresh_obs = self.agent_id in obs
         self._cannot_step = None
-        steps = self._advance()
+        self._advance()
+        info = self._agent_info()
         if self._terminated or self._truncated:
-            self._cannot_step = NOT_RESET
-            raise AgentIdError(
-                self.agent_id,
-                f"{self.agent_id!r} got no observation in the episode begun by reset(seed={seed!r}): "
-                f"it ended after {steps} steps of the other agents before {self.agent_id!r} could act",
-                fix="Pick an agent that takes part in every episode, or reset with another seed.",
-            )
-        return self._agent_obs(), dict(self._hub.last_infos.get(self.agent_id, {}))
+            # The episode ended before the agent's turn (others folded, it never entered):
+            # the agent sees its last observation, and its first step ends its episode
+            # with the rewards it got meanwhile.
+            info[NO_TURN] = True
+        return self._agent_obs(), info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict]:
         """Apply the agent's action, let the others act until its next turn or its end.
@@ -176,18 +140,38 @@ class AgentView(_RendersHub, gym.Env):
                 (a masked-out action, say).
         """
         require_running(type(self).__name__, self._cannot_step)
-        # Space only: whether a masked-out action is illegal is the hub env's call
-        # (Gymnasium's Taxi, say, publishes a mask but accepts every action).
+        # Space only: a masked-out action is the illegal-action policy's or the hub
+        # env's call (Gymnasium's Taxi, say, publishes a mask but accepts every action).
         check_action(self.agent_id, self.action_space, action)
-        actions = {a: self._other_action(a) for a in self._hub.actors if a != self.agent_id}
-        actions[self.agent_id] = action
-        self._step_hub(actions)
-        self._advance()
+        if not (self._terminated or self._truncated):  # else: no turn in this episode
+            actions = {a: self._other_action(a) for a in self._hub.actors if a != self.agent_id}
+            actions[self.agent_id] = action
+            self._step_hub(actions)
+            self._advance()
         reward, self._pending = self._pending, 0.0
         if self._terminated or self._truncated:
             self._cannot_step = _AGENT_DONE
-        info = dict(self._hub.last_infos.get(self.agent_id, {})) if self._fresh_obs else {}
+        info = self._agent_info() if self._fresh_obs else {}
         return self._agent_obs(), float(reward), self._terminated, self._truncated, info
+
+    def _agent_info(self) -> dict[str, Any]:
+        info = dict(self._hub.last_infos.get(self.agent_id, {}))
+        mask = self._hub.mask(self.agent_id)
+        if mask is not None:
+            info.setdefault(ACTION_MASK_KEY, mask)
+        return info
+
+    def action_masks(self) -> np.ndarray:
+        """The agent's legal actions as a bool array (what sb3-contrib's ``MaskablePPO`` reads).
+
+        All True when the hub env publishes no mask for the agent.
+        """
+        mask = self._hub.mask(self.agent_id)
+        if mask is None:
+            size = int(getattr(self.action_space, "n", 0)) or int(
+                np.sum(getattr(self.action_space, "nvec", [1])))
+            return np.ones(size, dtype=bool)
+        return mask.astype(bool)
 
     def _advance(self) -> int:
         """Step the other agents until the agent acts or its episode ends; return how many steps."""
@@ -204,7 +188,7 @@ class AgentView(_RendersHub, gym.Env):
         return steps
 
     def _step_hub(self, actions: MultiAgentDict) -> None:
-        result = self.hub_env.step(actions)
+        result = self._env.step(actions)
         self._hub.record(result)
         obs, rewards, terminateds, truncateds, _ = result
         me = self.agent_id
@@ -215,6 +199,8 @@ class AgentView(_RendersHub, gym.Env):
         self._truncated = flag(truncateds, me) or flag(truncateds, ALL)
 
     def _agent_obs(self) -> Any:
+        if self.agent_id not in self._hub.last_obs:  # never observed in this episode
+            return zero_like(self.observation_space)
         obs = self._hub.last_obs[self.agent_id]
         if self._fresh_obs:
             self._fresh_obs = False
@@ -224,7 +210,7 @@ class AgentView(_RendersHub, gym.Env):
     def _other_action(self, agent: AgentID) -> Any:
         space = self._spaces.get(agent)
         if space is None:
-            space = self._spaces[agent] = self.hub_env.get_action_space(agent)
+            space = self._spaces[agent] = self._env.get_action_space(agent)
         mask = self._hub.mask(agent)
         policy = self._policies.get(agent, self._policy)
         if policy is None:
@@ -274,128 +260,13 @@ def _policy_table(
     )
 
 
-class JointView(_RendersHub, gym.Env):
-    """All agents of a simultaneous hub env as one Gymnasium env with ``Dict`` spaces.
-
-    Args:
-        hub_env: the hub env; every live agent must act in every step.
-
-    Attributes:
-        hub_env: the hub env.
-        possible_agents: the hub env's possible agents, the keys of the spaces.
-    """
-
-    observation_space: gym.spaces.Dict
-    action_space: gym.spaces.Dict
-
-    def __init__(self, hub_env: Any) -> None:
-        self.hub_env = hub_env
-        self.possible_agents = list(hub_env.possible_agents)
-        self.observation_space = gym.spaces.Dict(
-            {a: hub_env.get_observation_space(a) for a in self.possible_agents}
-        )
-        self.action_space = gym.spaces.Dict(
-            {a: hub_env.get_action_space(a) for a in self.possible_agents}
-        )
-        self.metadata = dict(getattr(hub_env, "metadata", None) or {})
-        self.render_mode = getattr(hub_env, "render_mode", None)
-        self._keys: list[AgentID] = list(self.observation_space.spaces)
-        self._hub = _HubDriver(hub_env)
-        self._cannot_step: Optional[str] = NOT_RESET
-
-    def reset(
-        self, *, seed: Optional[int] = None, options: Optional[dict] = None
-    ) -> tuple[dict, dict]:
-        """Reset the hub env; return every agent's observation and ``{"agent_infos": infos}``.
-
-        Raises:
-            NotParallelizableError: not every possible agent got an observation.
-        """
-        super().reset(seed=seed)
-        obs, infos = self.hub_env.reset(seed=seed, options=options)
-        self._hub.begin(obs, infos)
-        self._cannot_step = None
-        self._require_all_acting(list(obs), self.possible_agents)
-        return {a: obs[a] for a in self._keys}, {"agent_infos": dict(infos)}
-
-    def step(self, action: Any) -> tuple[dict, SupportsFloat, bool, bool, dict]:
-        """Step every live agent with its entry of ``action``; done agents' entries are ignored.
-
-        Returns:
-            ``(obs, reward, terminated, truncated, info)``: every agent's
-            observation (done agents keep their last), the sum of the rewards,
-            ``__all__`` of both done dicts, and the per-agent data in ``info``.
-
-        Raises:
-            ResetNeededError: before ``reset()`` or after the episode ended.
-            ActionError: ``action`` lacks a live agent, names an unknown one, or
-                holds an action outside its space (nothing is stepped then); or the
-                hub env rejects an action (a masked-out one, say).
-            NotParallelizableError: after the step, some live agent does not act.
-        """
-        require_running(type(self).__name__, self._cannot_step)
-        live = [a for a in self._keys if a not in self._hub.done]
-        actions = self._check_actions(action, live)
-        result = self.hub_env.step(actions)
-        self._hub.record(result)
-        obs, rewards, terminateds, truncateds, infos = result
-        if self._hub.over:
-            self._cannot_step = EPISODE_OVER
-        else:
-            self._require_all_acting(
-                self._hub.actors, [a for a in self._keys if a not in self._hub.done]
-            )
-        joint_obs = {a: obs[a] if a in obs else copy.deepcopy(self._hub.last_obs[a]) for a in self._keys}
-        individual = {a: float(r) for a, r in rewards.items()}
-        info = {
-            "individual_rewards": individual,
-            "terminateds": dict(terminateds),
-            "truncateds": dict(truncateds),
-            "agent_infos": dict(infos),
-        }
-        return (joint_obs, float(sum(individual.values())), flag(terminateds, ALL),
-                flag(truncateds, ALL), info)
-
-    def _check_actions(self, action: Any, live: list[AgentID]) -> MultiAgentDict:
-        if not isinstance(action, Mapping):
-            raise ActionError(
-                None, action, expected=f"a dict with an action for each of {self._keys}",
-                fix="The joint view's action space is a Dict over all agents; sample it or build "
-                "such a dict.",
-            )
-        # Done agents' entries are ignored (the Dict space still has them).
-        live_only = {a: v for a, v in action.items() if a not in self._hub.done}
-        # Keyed by agent id (any hashable); gymnasium annotates Dict's keys as str.
-        spaces: Mapping[Any, gym.Space] = self.action_space.spaces
-        check_action_dict("JointView", live_only, actors=live, possible_agents=self._keys,
-                          space_of=spaces.__getitem__)
-        return {a: action[a] for a in live}
-
-    def _require_all_acting(self, actors: list[AgentID], expected: list[AgentID]) -> None:
-        if set(actors) == set(expected):
-            return
-        self._cannot_step = "the env stopped being simultaneous (see the error raised then)"
-        raise NotParallelizableError(
-            actors, expected, needs="to_gymnasium(env, joint=True)",
-            fix="The joint view is for simultaneous envs; use to_gymnasium(env, agent_id) for one "
-            "agent's view of a turn-based env, or marlhub.adapters.pettingzoo.to_pettingzoo(env) "
-            "for the AEC API.",
-        )
-
-    def lossless_hub_env(self) -> Any:
-        """The hub env: the joint view shows all of it."""
-        return self.hub_env
-
-    def __repr__(self) -> str:
-        return f"<JointView of {self.hub_env!r}>"
-
-
 def to_gymnasium(
     env: Any,
     agent_id: Optional[AgentID] = None,
     *,
     others: Policies = None,
     joint: bool = False,
+    illegal_action: str = DEFAULT_ILLEGAL_ACTION,
 ) -> gym.Env:
     """Return a hub env (or any env :func:`~marlhub.adapters.to_hub` accepts) as a Gymnasium env.
 
@@ -425,6 +296,13 @@ def to_gymnasium(
             ``policy(observation, agent_id) -> action`` for all of them, or a
             mapping of agent id to such a policy (agents it leaves out act at random).
         joint: return the joint view instead of one agent's.
+        illegal_action: what a masked-out action does (Gymnasium's consumers send any
+            action of the space): ``"terminate"`` (the default, as PettingZoo classic:
+            the agent gets -1 and the episode ends), ``"substitute"`` (a random legal
+            action is played) or ``"raise"`` (``ActionError``, the hub's own answer);
+            see :class:`~marlhub.wrappers.illegal.IllegalActionWrapper`. The view's
+            ``action_masks()`` and ``info["action_mask"]`` give the mask to learners
+            that use it (sb3-contrib's ``MaskablePPO``).
 
     Raises:
         AgentIdError: ``agent_id`` is missing for a several-agent env or unknown,
@@ -454,7 +332,7 @@ def to_gymnasium(
     hub = to_hub(env)
     possible = list(hub.possible_agents)
     if joint:
-        return JointView(hub)
+        return JointView(hub, illegal_action=illegal_action)
     if agent_id is None:
         if len(possible) != 1:
             raise AgentIdError(
@@ -471,4 +349,4 @@ def to_gymnasium(
         )
     if isinstance(hub, GymnasiumMultiEnv) and len(hub.envs) == 1 and others is None:
         return hub.envs[0]
-    return AgentView(hub, agent_id, others=others)
+    return AgentView(hub, agent_id, others=others, illegal_action=illegal_action)

@@ -29,19 +29,17 @@ Example:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Optional
 
 import gymnasium as gym
-import numpy as np
 from pettingzoo import AECEnv, ParallelEnv
 
 from marlhub.core import ALL, COMMON, AgentID
 from marlhub.episode.actions import check_action, check_keys
 from marlhub.episode.status import NOT_RESET, require_running
 from marlhub.errors import ActionError, EnvContractError, NotParallelizableError
-from marlhub.spaces import raw_action_mask
+from marlhub.spaces import masks_are_binding, raw_action_mask, zero_like
 
 __all__ = ["HubAECEnv", "HubParallelEnv", "numpy_obs", "zero_like"]
 
@@ -70,34 +68,6 @@ def _flags(agent: AgentID, terms: Mapping[Any, Any],
     elif term:
         trunc = False
     return term, trunc
-
-
-def zero_like(space: gym.Space) -> Any:
-    """Return a fixed element of ``space`` that stands for "nothing observed yet".
-
-    Zeros where zeros are allowed (an all-zero action mask means "no legal
-    action"), else the nearest bound; a deterministic sample for other spaces.
-
-    Example:
-        >>> box, mask = gym.spaces.Box(1, 2, (2,)), gym.spaces.MultiBinary(3)
-        >>> zero_like(gym.spaces.Dict({"obs": box, "mask": mask}))
-        {'mask': array([0, 0, 0], dtype=int8), 'obs': array([1., 1.], dtype=float32)}
-    """
-    if isinstance(space, gym.spaces.Discrete):
-        return int(space.start)
-    if isinstance(space, gym.spaces.Box):
-        return np.clip(np.zeros(space.shape), space.low, space.high).astype(space.dtype)
-    if isinstance(space, gym.spaces.MultiBinary):
-        return np.zeros(space.shape, dtype=space.dtype)
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        return np.asarray(space.start, dtype=space.dtype).copy()
-    if isinstance(space, gym.spaces.Dict):
-        return {key: zero_like(sub) for key, sub in space.spaces.items()}
-    if isinstance(space, gym.spaces.Tuple):
-        return tuple(zero_like(sub) for sub in space.spaces)
-    own = copy.deepcopy(space)  # never advance the RNG of the env's own space
-    own.seed(0)
-    return own.sample()
 
 
 def _refuse_finished(name: str, finished: set[AgentID], obs: Mapping[AgentID, Any],
@@ -162,6 +132,10 @@ class _HubFacade:
         if space is None:
             space = self._act_spaces[agent] = self._act_space_of(agent)
         return space
+
+    def _mask_of(self, obs: Any, info: Any) -> Any:
+        """The agent's action mask, when the hub env's masks say what it accepts."""
+        return raw_action_mask(obs, info) if masks_are_binding(self.hub_env) else None
 
     def render(self) -> Any:
         """Render the hub env."""
@@ -297,7 +271,7 @@ class HubAECEnv(_HubFacade, AECEnv):
             self._dead_step(agent, action)
             return
         check_action(agent, self.action_space(agent), action,
-                     raw_action_mask(self._last_obs.get(agent), self.infos.get(agent)))
+                     self._mask_of(self._last_obs.get(agent), self.infos.get(agent)))
         if self._cycle_pos + 1 < len(self._cycle):
             self._actions[agent] = action
             self._cumulative_rewards[agent] = 0
@@ -447,7 +421,7 @@ class HubParallelEnv(_HubFacade, ParallelEnv):
             check_keys(name, relevant, actors=actors, possible_agents=self.possible_agents)
         for agent in actors:
             check_action(agent, self.action_space(agent), actions[agent],
-                         raw_action_mask(self._last_obs.get(agent), self._last_infos.get(agent)))
+                         self._mask_of(self._last_obs.get(agent), self._last_infos.get(agent)))
         obs, rewards, terms, truncs, infos = self.hub_env.step(relevant)
         _refuse_finished(name, self._finished, obs, rewards)
         candidates = [

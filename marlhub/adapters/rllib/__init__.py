@@ -98,7 +98,8 @@ def is_rllib_view_of_hub(obj: Any) -> bool:
     return bool(getattr(type(obj), "_marlhub_view_of_hub", False)) and is_rllib_env(obj)
 
 
-def to_rllib(env: Any, *, check: bool = True) -> Any:
+def to_rllib(env: Any, *, check: bool = True, illegal_action: str = "terminate",
+             mask_observation: bool = False) -> Any:
     """Return ``env`` as an instance of RLlib's ``MultiAgentEnv``; :func:`from_rllib` envs unwrap.
 
     Args:
@@ -110,6 +111,13 @@ def to_rllib(env: Any, *, check: bool = True) -> Any:
             without a last observation, a missing ``__all__``...) and raise
             :class:`~marlhub.errors.EnvContractError` naming the rule at the
             step where it happens, instead of RLlib's assertion deep in an env runner.
+        illegal_action: what a masked-out action does, since RLlib (and its env
+            checker) samples from the whole action space: ``"terminate"`` (the
+            default, as PettingZoo classic: the offender gets -1, the episode ends),
+            ``"substitute"`` (a random legal action is played) or ``"raise"``.
+            Masks are copied into ``infos[agent]["action_mask"]``.
+        mask_observation: observations as ``{"observations", "action_mask"}``, the
+            layout of RLlib's action-masking RLModule (Discrete actions only).
 
     Returns:
         A ``HubRLlibEnv`` (a subclass of ``ray.rllib.env.multi_agent_env.MultiAgentEnv``)
@@ -127,7 +135,8 @@ def to_rllib(env: Any, *, check: bool = True) -> Any:
     # the guarantees it adds.
     if not isinstance(env, MultiAgentEnv):
         env = to_hub(env)
-    return _to_module().hub_rllib_env_class()(env, check=check)
+    return _to_module().hub_rllib_env_class()(env, check=check, illegal_action=illegal_action,
+                                              mask_observation=mask_observation)
 
 
 def from_rllib(env: Any, *, check: bool = True) -> Any:

@@ -17,9 +17,15 @@ from typing import Any, Optional
 import gymnasium as gym
 
 from marlhub.adapters.rllib.guard import EpisodeGuard
+from marlhub.adapters.rllib.masking import MaskLayout, mask_into_infos
 from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict, ResetResult, StepResult
+from marlhub.wrappers.illegal import IllegalActionWrapper
 
-__all__ = ["HubRLlibEnvMixin", "hub_rllib_env_class"]
+__all__ = ["DEFAULT_ILLEGAL_ACTION", "HubRLlibEnvMixin", "hub_rllib_env_class"]
+
+#: What a masked-out action does unless told otherwise: RLlib samples from the whole
+#: action space (its env checker too), so the hub's ActionError would stop it.
+DEFAULT_ILLEGAL_ACTION = "terminate"
 
 
 class HubRLlibEnvMixin:
@@ -42,6 +48,11 @@ class HubRLlibEnvMixin:
         check: judge every reset and step against the rules whose breach makes
             RLlib raise (see :mod:`marlhub.adapters.rllib.guard`) and raise
             :class:`~marlhub.errors.EnvContractError` naming the rule.
+        illegal_action: what a masked-out action does (RLlib samples from the
+            whole action space): ``"terminate"``, ``"substitute"`` or ``"raise"``
+            (see :class:`~marlhub.wrappers.illegal.IllegalActionWrapper`).
+        mask_observation: give observations as ``{"observations", "action_mask"}``
+            for RLlib's action-masking RLModule (:mod:`~marlhub.adapters.rllib.masking`).
 
     Attributes:
         env: the hub env.
@@ -53,15 +64,24 @@ class HubRLlibEnvMixin:
     metadata: dict[str, Any]
     render_mode: Optional[str]
 
-    def __init__(self, env: Any, *, check: bool = True) -> None:
+    def __init__(self, env: Any, *, check: bool = True,
+                 illegal_action: str = DEFAULT_ILLEGAL_ACTION,
+                 mask_observation: bool = False) -> None:
         self.__dict__["env"] = env
         self.__dict__["_initialized"] = False
+        self.__dict__["_driven"] = (env if illegal_action == "raise"
+                                    else IllegalActionWrapper(env, illegal_action))
         possible = list(env.possible_agents)
         self._agent_ids = set(possible)
         self._named_last: list[AgentID] = []
         super().__init__()
-        self.observation_spaces = {a: env.get_observation_space(a) for a in possible}
         self.action_spaces = {a: env.get_action_space(a) for a in possible}
+        self._layouts = ({a: MaskLayout(env.get_observation_space(a), self.action_spaces[a])
+                          for a in possible} if mask_observation else {})
+        self.observation_spaces = {
+            a: self._layouts[a].space if mask_observation else env.get_observation_space(a)
+            for a in possible
+        }
         self.observation_space = gym.spaces.Dict(self.observation_spaces)
         self.action_space = gym.spaces.Dict(self.action_spaces)
         self._guard: Optional[EpisodeGuard] = (
@@ -85,7 +105,7 @@ class HubRLlibEnvMixin:
     @property
     def agents(self) -> list[AgentID]:
         """The hub env's live agents, then the agents the last step reported done."""
-        live = list(self.env.agents)
+        live = list(self._driven.agents)
         if self._named_last:
             live += [a for a in self._named_last if a not in live]
         return live
@@ -108,17 +128,33 @@ class HubRLlibEnvMixin:
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
     ) -> ResetResult:
         """Reset the hub env; return its ``(obs, infos)``."""
-        obs, infos = self.env.reset(seed=seed, options=options)
+        obs, infos = self._driven.reset(seed=seed, options=options)
+        obs, infos = self._present(obs, infos)
         self._named_last = []
         if self._guard is not None:
-            self._guard.on_reset(obs, infos, agents=list(self.env.agents))
+            self._guard.on_reset(obs, infos, agents=list(self._driven.agents))
         return obs, infos
+
+    def _present(self, obs: MultiAgentDict, infos: MultiAgentDict) -> tuple[Any, Any]:
+        """Masks into infos, and observations in the masked layout when asked for."""
+        with_masks = mask_into_infos(obs, infos)
+        if self._layouts:
+            obs = {a: self._layouts[a].observation(o, with_masks.get(a)) for a, o in obs.items()}
+        return obs, with_masks
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Pickles of 0.1.0 have neither: they stepped the hub env itself, unmasked.
+        state.setdefault("_driven", state["env"])
+        state.setdefault("_layouts", {})
+        self.__dict__.update(state)
 
     def step(self, action_dict: MultiAgentDict) -> StepResult:
         """Step the hub env; return its ``(obs, rewards, terminateds, truncateds, infos)``."""
         guard = self._guard
-        before = list(self.env.agents) if guard is not None else None
-        result = self.env.step(action_dict)
+        before = list(self._driven.agents) if guard is not None else None
+        obs, rewards, terminateds, truncateds, infos = self._driven.step(action_dict)
+        obs, infos = self._present(obs, infos)
+        result = (obs, rewards, terminateds, truncateds, infos)
         named: dict[AgentID, None] = {}
         for table in result:
             named.update(dict.fromkeys(table))
@@ -127,7 +163,8 @@ class HubRLlibEnvMixin:
         self._named_last = list(named)
         if guard is not None:
             guard.on_step(
-                action_dict, result, agents_before=before, agents_after=list(self.env.agents),
+                action_dict, result, agents_before=before,
+                agents_after=list(self._driven.agents),
                 possible_now=self.env.possible_agents,
             )
         return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional
 
 import gymnasium as gym
@@ -11,6 +12,7 @@ from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import marlhub
 from marlhub import ALL, MultiAgentEnv
 from marlhub.adapters.gymnasium import (
     AgentView,
@@ -174,12 +176,33 @@ def test_the_same_seed_replays_the_random_others() -> None:
     assert trace(5) != trace(6)
 
 
-def test_an_agent_absent_from_the_episode_is_a_clear_error() -> None:
+def test_an_agent_absent_from_the_episode_sees_it_end_at_its_first_step() -> None:
+    # car_5 never enters a one-step episode: reset shows zeros, the first step ends it.
     view = to_gymnasium(Traffic({"num_cars": 6, "max_steps": 1, "arrival_gap": 5}), "car_5")
-    with pytest.raises(AgentIdError, match="'car_5' got no observation in the episode begun by reset"):
-        view.reset(seed=0)
+    obs, info = view.reset(seed=0)
+    assert info["episode_over_before_turn"] is True
+    assert view.observation_space.contains(obs) and not np.any(obs)
+    obs, reward, terminated, truncated, info = view.step(0)
+    assert (terminated or truncated) and reward == 0.0
     with pytest.raises(ResetNeededError):
         view.step(0)
+
+
+def test_no_reward_is_lost_when_the_others_end_the_episode_first() -> None:
+    pettingzoo = pytest.importorskip("pettingzoo")
+    from marlhub.adapters.pettingzoo import from_pettingzoo
+
+    # In Leduc hold'em the other player may fold before player_1 acts; player_1 still wins.
+    hub = from_pettingzoo(pettingzoo.make("aec", "classic/leduc_holdem-v4"))
+    view = to_gymnasium(hub, "player_1", others=lambda obs, agent: 2)  # player_0 folds
+    found = 0
+    for seed in range(20):
+        obs, info = view.reset(seed=seed)
+        if info.get("episode_over_before_turn"):
+            found += 1
+            _, reward, terminated, truncated, _ = view.step(0)
+            assert terminated and reward > 0
+    assert found
 
 
 def test_view_action_errors() -> None:
@@ -327,3 +350,58 @@ def test_view_return_equals_hub_return(num_cars: int, max_steps: int, light_ever
     got, _, terminated, truncated = view_return(to_gymnasium(make(), agent, others=others), seed, mine)
     assert got == pytest.approx(want)
     assert terminated or truncated
+
+
+# -- consumers that send any action of the space: masked games pass check_env -----------
+
+MASKED_AGENT_VIEWS = [("openspiel/chess", "player_0"), ("openspiel/backgammon", "player_1"),
+                      ("openspiel/leduc_poker", "player_1"),
+                      ("pettingzoo/classic/texas_holdem-v4", "player_1"),
+                      ("pettingzoo/classic/connect_four-v3", "player_0")]
+
+
+@pytest.mark.parametrize(("env_id", "agent"), MASKED_AGENT_VIEWS,
+                         ids=[e for e, _ in MASKED_AGENT_VIEWS])
+def test_masked_games_pass_gymnasiums_check_env_with_the_default_policy(env_id: str,
+                                                                       agent: str) -> None:
+    pytest.importorskip("pyspiel" if env_id.startswith("openspiel") else "pettingzoo")
+    view = to_gymnasium(marlhub.make(env_id), agent)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # check_env's advice on spaces and render modes
+        check_env(view, skip_render_check=True)
+    assert view.illegal_action == "terminate"
+
+
+def test_an_illegal_action_terminates_with_the_penalty_and_masks_reach_the_learner() -> None:
+    pytest.importorskip("pyspiel")
+    view = to_gymnasium(marlhub.make("openspiel/tic_tac_toe"), "player_0",
+                        others=lambda obs, agent: int(np.flatnonzero(obs["action_mask"])[0]))
+    obs, info = view.reset(seed=0)
+    assert view.action_masks().dtype == bool and view.action_masks().all()
+    assert (info["action_mask"] == obs["action_mask"]).all()
+    view.step(4)  # the other takes square 0
+    assert not view.action_masks()[0] and not view.action_masks()[4]
+    _, reward, terminated, truncated, info = view.step(0)  # taken
+    assert (reward, terminated, truncated) == (-1.0, True, False)
+    assert info["illegal_action"] == 0
+    raising = to_gymnasium(marlhub.make("openspiel/tic_tac_toe"), "player_0",
+                           illegal_action="raise")
+    raising.reset(seed=0)
+    raising.step(4)
+    with pytest.raises(ActionError, match="expected a legal action"):
+        raising.step(4)
+
+
+JOINT_VIEWS = ["pettingzoo/butterfly/pistonball-v6", "pettingzoo/sisl/pursuit-v5",
+               "pettingzoo/butterfly/knights_archers_zombies-v11", "rock_paper_scissors"]
+
+
+@pytest.mark.parametrize("env_id", JOINT_VIEWS)
+def test_joint_views_pass_check_env_and_hand_out_fresh_infos(env_id: str) -> None:
+    config = {}
+    if env_id.startswith("pettingzoo"):
+        pytest.importorskip("pettingzoo")
+        config = {"api": "parallel"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_env(to_gymnasium(marlhub.make(env_id, config), joint=True), skip_render_check=True)

@@ -341,3 +341,44 @@ def test_rllib_envs_pickle_and_copy_with_their_episode() -> None:
         assert clone.env is not env.env
         clone.step({next(iter(obs)): 4})
         assert clone.env.board != env.env.board  # the clone moved, the original did not
+
+
+# -- masked games: RLlib samples from the whole space ------------------------------------
+
+MASKED = ["openspiel/chess", "openspiel/go", "openspiel/backgammon", "openspiel/leduc_poker",
+          "pettingzoo/classic/chess-v6", "pettingzoo/classic/connect_four-v3"]
+
+
+@pytest.mark.parametrize("mask_observation", [False, True])
+@pytest.mark.parametrize("env_id", MASKED)
+def test_rllib_checker_passes_on_masked_games_with_defaults(env_id: str,
+                                                           mask_observation: bool) -> None:
+    pytest.importorskip("pyspiel" if env_id.startswith("openspiel") else "pettingzoo")
+    check_multiagent_environments(to_rllib(marlhub.make(env_id),
+                                           mask_observation=mask_observation))
+
+
+def test_an_illegal_action_ends_the_episode_and_masks_are_in_infos() -> None:
+    pytest.importorskip("pyspiel")
+    env = to_rllib(marlhub.make("openspiel/tic_tac_toe"))
+    obs, infos = env.reset(seed=0)
+    assert (infos["player_0"]["action_mask"] == obs["player_0"]["action_mask"]).all()
+    env.step({"player_0": 4})
+    _, rewards, terminateds, _, infos = env.step({"player_1": 4})
+    assert rewards["player_1"] == -1.0 and terminateds[ALL]
+    assert infos["player_1"]["illegal_action"] == 4
+    strict = to_rllib(marlhub.make("openspiel/tic_tac_toe"), illegal_action="raise")
+    strict.reset(seed=0)
+    strict.step({"player_0": 4})
+    with pytest.raises(ActionError, match="expected a legal action"):
+        strict.step({"player_1": 4})
+
+
+def test_the_masked_observation_layout_of_rllibs_masking_module() -> None:
+    env = to_rllib(TicTacToe(), mask_observation=True)  # no masks: all ones
+    space = env.get_observation_space("player1")
+    assert set(space.spaces) == {"observations", "action_mask"}
+    obs, _ = env.reset(seed=0)
+    (agent,) = obs
+    assert space.contains(obs[agent]) and obs[agent]["action_mask"].tolist() == [1.0] * 9
+    assert from_rllib(env) is env.env
