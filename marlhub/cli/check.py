@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from marlhub.cli.output import Progress, err, out, positive_int, seed_int
+from marlhub.conformance.interop import TARGET_NAMES, parse_targets
 from marlhub.conformance.junit import junit_xml
 from marlhub.conformance.options import DEFAULT_MAX_STEPS, CheckOptions
 from marlhub.conformance.runner import Outcome, run_targets
@@ -68,6 +69,10 @@ def add_check_command(subparsers: Any) -> argparse.ArgumentParser:
                         help="fail on warnings too; step() after the end must raise")
     parser.add_argument("--against-native", action="store_true",
                         help="also compare each family id with its native env in lockstep")
+    parser.add_argument("--targets", dest="interop", type=_target_list, default=(), metavar="APIS",
+                        help="also convert each env to these APIs and run each library's own "
+                        "checker: a comma-separated list of " + ", ".join(TARGET_NAMES)
+                        + ", or 'all'")
     parser.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
     parser.add_argument("--junit", metavar="FILE", type=Path, help="write JUnit XML")
     parser.add_argument("--jobs", type=positive_int, default=1, metavar="N",
@@ -91,7 +96,7 @@ def run_check(args: argparse.Namespace) -> int:
     from_glob = {target for target, globbed in expanded if globbed}
     settings = CheckOptions(
         episodes=args.episodes, seed=args.seed, max_steps=args.max_steps, strict=args.strict,
-        timeout=args.timeout, against_native=args.against_native,
+        timeout=args.timeout, against_native=args.against_native, interop=tuple(args.interop),
     )
     progress = Progress(len(targets), unit="targets") if len(targets) > 1 else None
 
@@ -139,8 +144,15 @@ def _print_outcome(outcome: Outcome, *, quiet: bool, skipped: bool) -> None:
     report = outcome.report
     if report is None or (report.ok and quiet):
         return
-    text = str(report) if report.findings else report.summary_line()
+    text = str(report) if report.findings or report.conversions else report.summary_line()
     out(text)
+
+
+def _target_list(text: str) -> list[str]:
+    try:
+        return parse_targets(text)
+    except MarlhubError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _first_line(text: str, limit: int = 160) -> str:

@@ -64,6 +64,7 @@ def junit_xml(
                 failure.text = text
             elif found:
                 ET.SubElement(case, "system-out").text = text
+        failures += _conversion_cases(suite, report)
         suite.set("tests", str(len(suite)))
         suite.set("failures", str(failures))
         suite.set("errors", "0")
@@ -75,3 +76,18 @@ def junit_xml(
         ET.SubElement(case, "error", type="load", message=message[:500]).text = message
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _conversion_cases(suite: ET.Element, report: Report) -> int:
+    """Add one testcase per converted API (``--targets``); return how many failed."""
+    failures = 0
+    for result in report.conversions:
+        case = ET.SubElement(suite, "testcase", classname=report.target,
+                             name=f"target.{result.target}", time=f"{result.seconds:.4f}")
+        if result.status == "fail":
+            failures += 1
+            ET.SubElement(case, "failure", type=f"target.{result.target}",
+                          message=result.reason[:500]).text = result.reason
+        elif result.status in ("refused", "skipped"):
+            ET.SubElement(case, "skipped", message=f"{result.status}: {result.reason}"[:500])
+    return failures

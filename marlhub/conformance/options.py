@@ -28,6 +28,8 @@ class CheckOptions:
         timeout: seconds for the whole target, None for no limit.
         replay: whether to replay each episode to check ``seed.reproducible``.
         against_native: also compare the env with its native twin in lockstep.
+        interop: target APIs to convert the env to and check with their own checkers
+            (``marlhub check --targets``; see :mod:`marlhub.conformance.interop`).
     """
 
     episodes: int = 20
@@ -37,3 +39,4 @@ class CheckOptions:
     timeout: Optional[float] = None
     replay: bool = True
     against_native: bool = False
+    interop: tuple[str, ...] = ()

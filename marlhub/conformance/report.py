@@ -19,6 +19,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
+from marlhub.conformance.interop import TargetResult
 from marlhub.contract.findings import Finding, Reproducer, jsonable
 from marlhub.contract.rules import RULES
 
@@ -36,6 +37,8 @@ class Report:
         steps: how many step() calls were made (replays not counted).
         seconds: how long the check took.
         strict: whether warnings count against ``ok``.
+        conversions: what each target API's own checker said of the converted env
+            (``marlhub check --targets``); a failed one counts against ``ok``.
     """
 
     target: str
@@ -44,6 +47,7 @@ class Report:
     steps: int = 0
     seconds: float = 0.0
     strict: bool = False
+    conversions: list[TargetResult] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Finding]:
@@ -58,7 +62,8 @@ class Report:
     @property
     def ok(self) -> bool:
         """True when there is no error finding (and, in strict mode, no warning)."""
-        return not self.errors and not (self.strict and self.warnings)
+        failed = any(c.status == "fail" for c in self.conversions)
+        return not self.errors and not failed and not (self.strict and self.warnings)
 
     def rules_broken(self) -> list[str]:
         """Return the ids of the rules with findings, in the order first found."""
@@ -76,10 +81,14 @@ class Report:
         verdict = "PASS" if self.ok else "FAIL"
         errs, warns = len(self.errors), len(self.warnings)
         timing = f" in {self.seconds:.2f}s" if self.seconds else ""
+        statuses = [c.status for c in self.conversions]
+        converted = (", conversions " + ", ".join(
+            f"{statuses.count(s)} {s}" for s in ("pass", "fail", "refused", "skipped")
+            if s in statuses)) if statuses else ""
         return (
             f"{verdict} {self.target}: {self.episodes} episodes, {self.steps} steps, "
             f"{errs} error{'s' if errs != 1 else ''}, {warns} warning{'s' if warns != 1 else ''}"
-            f"{timing}"
+            f"{converted}{timing}"
         )
 
     def __str__(self) -> str:
@@ -94,6 +103,7 @@ class Report:
                     lines.append(f"      reproduce: {f.reproducer.describe()}")
             if len(found) > 3:
                 lines.append(f"    ... and {len(found) - 3} more")
+        lines.extend(c.line() for c in self.conversions)
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,6 +115,7 @@ class Report:
             "steps": self.steps,
             "seconds": round(self.seconds, 4),
             "findings": [f.to_dict() for f in self.findings],
+            "conversions": [c.to_dict() for c in self.conversions],
         }
 
     def _repr_html_(self) -> str:

@@ -10,10 +10,14 @@ Example:
 
 from __future__ import annotations
 
+import copy
+import time
+from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 from marlhub.conformance.calls import EnvTimeout, time_limit
 from marlhub.conformance.driver import Driver
+from marlhub.conformance.interop import check_targets
 from marlhub.conformance.options import DEFAULT_MAX_STEPS, CheckOptions
 from marlhub.conformance.report import Finding, Report
 from marlhub.conformance.targets import resolve_target
@@ -34,6 +38,7 @@ def check(
     timeout: Optional[float] = None,
     against_native: bool = False,
     replay: bool = True,
+    interop: Sequence[str] = (),
     registry: Optional[Registry] = None,
     name: Optional[str] = None,
 ) -> Report:
@@ -59,6 +64,10 @@ def check(
         against_native: also compare the env with its native twin in lockstep
             (registry ids of a family that supports it).
         replay: replay each episode to check ``seed.reproducible``.
+        interop: target APIs (``"pettingzoo.aec"``, ``"openspiel"``, ... or every name of
+            :data:`~marlhub.conformance.interop.TARGET_NAMES`) to convert the env to and
+            check with that library's own checker and a round trip; the results are
+            in ``report.conversions``.
         registry: where ids are resolved; the default registry when None.
         name: how the target is named in the report; its string form when None.
 
@@ -76,7 +85,8 @@ def check(
         )
     resolved = resolve_target(target, registry)
     options = CheckOptions(episodes=episodes, seed=seed, max_steps=max_steps, strict=strict,
-                           timeout=timeout, replay=replay, against_native=against_native)
+                           timeout=timeout, replay=replay, against_native=against_native,
+                           interop=tuple(interop))
     env = resolved.build()
     try:
         driver = Driver(env, name or resolved.name, options,
@@ -87,6 +97,11 @@ def check(
     reg = registry or default_registry()
     if against_native:
         report.findings.extend(_lockstep(resolved.registry_id, options, reg))
+    if options.interop:
+        start = time.perf_counter()
+        fresh = resolved.build if resolved.fresh else _copies_of(resolved.build())
+        report.conversions = check_targets(fresh, options.interop, seed=seed)
+        report.seconds += time.perf_counter() - start
     _mark_known_faults(report, resolved.registry_id, reg)
     return report
 
@@ -128,6 +143,11 @@ def _lockstep(env_id: Optional[str], options: CheckOptions, registry: Registry) 
     except Exception as exc:
         return [Finding(rules.ENV_RAISED, "error",
                         f"the lockstep comparison of {env_id!r} raised {type(exc).__name__}: {exc}")]
+
+
+def _copies_of(env: Any) -> Callable[[], Any]:
+    """A factory for a target given as one instance: deep copies of it."""
+    return lambda: copy.deepcopy(env)
 
 
 def _close(env: Any) -> None:

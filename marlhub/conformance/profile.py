@@ -1,0 +1,92 @@
+"""What an env's structure allows: the facts that decide whether a target API can take it at all.
+
+:meth:`EnvProfile.of` reads the spaces and plays a few seeded random episodes:
+are all actions Discrete, are the observations tensors, does every live agent
+act in every step (simultaneous), is every possible agent there from the
+reset on. :meth:`EnvProfile.refusal` turns those facts into the reason a
+target cannot take the env, or None.
+
+Example:
+    >>> import marlhub
+    >>> profile = EnvProfile.of(lambda: marlhub.make("rock_paper_scissors"))
+    >>> profile.simultaneous, profile.discrete, profile.refusal("pettingzoo.parallel")
+    (True, True, None)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import gymnasium as gym
+
+from marlhub.episode.play import RandomEpisode, episode_seed
+
+__all__ = ["EnvProfile"]
+
+_TENSORS = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+
+
+def _tensor_space(space: gym.Space) -> bool:
+    if isinstance(space, gym.spaces.Dict):
+        return all(_tensor_space(s) for s in space.spaces.values())
+    if isinstance(space, gym.spaces.Tuple):
+        return all(_tensor_space(s) for s in space.spaces)
+    return isinstance(space, _TENSORS)
+
+
+@dataclass
+class EnvProfile:
+    """Structural facts of an env.
+
+    Attributes:
+        agents: its possible agents.
+        discrete: every action space is Discrete.
+        tensor_obs: every observation space is made of tensors (no Text, Graph...).
+        simultaneous: in the probed episodes every live agent acted in every step.
+        turn_based_step: where a probed step was not simultaneous, who acted and who lived.
+        all_from_reset: every possible agent was in the reset's observations.
+    """
+
+    agents: list[Any]
+    discrete: bool
+    tensor_obs: bool
+    simultaneous: bool = True
+    turn_based_step: str = ""
+    all_from_reset: bool = True
+
+    @classmethod
+    def of(cls, make_env: Callable[[], Any], *, seed: int = 0, episodes: int = 2,
+           max_steps: int = 200) -> "EnvProfile":
+        """Read the spaces of ``make_env()`` and probe ``episodes`` seeded random episodes."""
+        env = make_env()
+        agents = list(env.possible_agents)
+        profile = cls(
+            agents=agents,
+            discrete=all(isinstance(env.get_action_space(a), gym.spaces.Discrete)
+                         for a in agents),
+            tensor_obs=all(_tensor_space(env.get_observation_space(a)) for a in agents),
+        )
+        for episode in range(episodes):
+            for step in RandomEpisode(env, episode_seed(seed, episode), max_steps=max_steps):
+                live = list(getattr(env, "agents", None) or step.actors)
+                if step.index == 0 and set(step.obs) != set(agents):
+                    profile.all_from_reset = False
+                if not step.over and profile.simultaneous and set(step.actors) != set(live):
+                    profile.simultaneous = False
+                    profile.turn_based_step = (f"at step {step.index} of a seeded episode "
+                                               f"{step.actors} act while {live} are live")
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+        return profile
+
+    def refusal(self, target: str) -> Optional[str]:
+        """Why ``target`` cannot take an env of this structure, or None."""
+        if target == "pettingzoo.parallel" and not self.simultaneous:
+            return (f"turn-based: {self.turn_based_step}; PettingZoo's parallel API steps every "
+                    "live agent at once (to_pettingzoo(..., api='parallel', turn_based='pad') "
+                    "pads idle agents)")
+        if target == "openspiel" and not self.discrete:
+            return "non-Discrete action spaces: OpenSpiel games have integer actions"
+        return None

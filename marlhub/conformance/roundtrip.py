@@ -1,0 +1,136 @@
+"""Round trips hub -> target API -> hub: every agent keeps its return and its number of actions.
+
+The round trip is built from the adapters' classes directly (``from_x(to_x(env))``
+would hand back the env itself). The original plays a seeded random legal
+episode; each agent's actions are recorded in order and fed to the same agent
+of the round trip, reset with the same seed. The env's own randomness comes
+from that seed on both sides, so each agent must take the same number of
+actions and earn the same return.
+
+Example:
+    >>> import marlhub
+    >>> compare_round_trip("pettingzoo.aec", lambda: marlhub.make("rock_paper_scissors")) is None
+    True
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import deque
+from typing import Any, Callable, Optional
+
+from marlhub.episode.play import RandomEpisode
+
+__all__ = ["ROUND_TRIPS", "compare_round_trip"]
+
+_names = itertools.count()
+
+
+def _via_aec(make_env: Callable[[], Any], seed: int) -> Any:
+    from marlhub.adapters.pettingzoo import PettingZooEnv, to_pettingzoo
+
+    return PettingZooEnv(to_pettingzoo(make_env(), api="aec"))
+
+
+def _via_parallel(make_env: Callable[[], Any], seed: int) -> Any:
+    from marlhub.adapters.pettingzoo import ParallelPettingZooEnv, to_pettingzoo
+
+    return ParallelPettingZooEnv(to_pettingzoo(make_env(), api="parallel"))
+
+
+def _via_openspiel(make_env: Callable[[], Any], seed: int) -> Any:
+    from marlhub.adapters.openspiel import OpenSpielEnv, to_openspiel
+
+    game = to_openspiel(make_env, short_name=f"marlhub_round_trip_{next(_names)}", seed=seed)
+    return OpenSpielEnv(game, agent_ids="names", action_mask="obs")
+
+
+def _via_gymnasium(make_env: Callable[[], Any], seed: int) -> Any:
+    from marlhub.adapters.gymnasium import GymnasiumMultiEnv, to_gymnasium
+
+    env = make_env()
+    agents = list(env.possible_agents)
+    if len(agents) != 1:
+        return None  # one agent's view is not the whole env; the joint view is one agent
+    return GymnasiumMultiEnv([to_gymnasium(env, agents[0])], agents)
+
+
+def _via_rllib(make_env: Callable[[], Any], seed: int) -> Any:
+    from marlhub.adapters.rllib import RLlibEnv, to_rllib
+
+    return RLlibEnv(to_rllib(make_env()))
+
+
+#: Target -> builder of the round trip env (None where no round trip is defined).
+ROUND_TRIPS: dict[str, Callable[[Callable[[], Any], int], Any]] = {
+    "pettingzoo.aec": _via_aec,
+    "pettingzoo.parallel": _via_parallel,
+    "openspiel": _via_openspiel,
+    "gymnasium": _via_gymnasium,
+    "rllib": _via_rllib,
+}
+
+
+def compare_round_trip(target: str, make_env: Callable[[], Any], *, seed: int = 0,
+                       episodes: int = 2, max_steps: int = 2000) -> Optional[str]:
+    """Return how the round trip through ``target`` changed an agent's play, or None.
+
+    Args:
+        target: a key of :data:`ROUND_TRIPS` (others have no round trip: None).
+        make_env: builds a fresh hub env.
+        seed: episode ``i`` is seeded ``seed + i`` on both sides.
+        episodes: how many episodes to compare.
+        max_steps: the original's step budget (longer episodes are not compared).
+    """
+    build = ROUND_TRIPS.get(target)
+    if build is None:
+        return None
+    for episode in range(episodes):
+        episode_seed = seed + episode
+        played = RandomEpisode(make_env(), episode_seed, max_steps=max_steps)
+        returns: dict[Any, float] = {}
+        for step in played:
+            for agent, reward in step.rewards.items():
+                returns[agent] = returns.get(agent, 0.0) + float(reward)
+        if played.cut:
+            continue
+        trip = build(make_env, episode_seed)
+        if trip is None:
+            return None
+        queues: dict[Any, deque] = {}
+        for actions in played.actions:
+            for agent, action in actions.items():
+                queues.setdefault(agent, deque()).append(action)
+        problem = _replay(trip, queues, returns, episode_seed, max_steps * 10)
+        if problem:
+            return f"round trip through {target}, episode seeded {episode_seed}: {problem}"
+    return None
+
+
+def _replay(env: Any, queues: dict[Any, deque], returns: dict[Any, float], seed: int,
+            max_steps: int) -> Optional[str]:
+    counts = {a: len(q) for a, q in queues.items()}
+    got: dict[Any, float] = {}
+    obs, _ = env.reset(seed=seed)
+    actors = list(obs)
+    for _ in range(max_steps):
+        short = [a for a in actors if not queues.get(a)]
+        if short:
+            return (f"{short[0]!r} acts more often than its {counts.get(short[0], 0)} actions "
+                    "in the original")
+        obs, rewards, terminateds, truncateds, _ = env.step(
+            {a: queues[a].popleft() for a in actors})
+        for agent, reward in rewards.items():
+            got[agent] = got.get(agent, 0.0) + float(reward)
+        if terminateds.get("__all__") or truncateds.get("__all__"):
+            break
+        actors = [a for a in obs if not (terminateds.get(a) or truncateds.get(a))]
+    left = {a: len(q) for a, q in queues.items() if q}
+    if left:
+        return f"agents acted fewer times than in the original (actions left: {left})"
+    for agent in dict.fromkeys([*returns, *got]):
+        a, b = returns.get(agent, 0.0), got.get(agent, 0.0)
+        if not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9):
+            return f"{agent!r} earned {b!r} instead of {a!r}"
+    return None

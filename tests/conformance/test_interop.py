@@ -1,0 +1,125 @@
+"""--targets: each target library's own checker on the converted env, refusals, round trips."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import marlhub
+from marlhub.cli import main
+from marlhub.conformance import check
+from marlhub.conformance import roundtrip
+from marlhub.conformance.interop import TARGET_NAMES, check_targets, parse_targets
+from marlhub.envs import RockPaperScissors
+from marlhub.errors import ConfigError
+
+pytest.importorskip("pettingzoo")
+pytest.importorskip("pyspiel")
+
+
+def _by_target(results: list[Any]) -> dict[str, Any]:
+    return {r.target: r for r in results}
+
+
+def test_reference_envs_pass_every_installed_checker() -> None:
+    results = _by_target(check_targets(lambda: marlhub.make("rock_paper_scissors"),
+                                       TARGET_NAMES))
+    for target in ("pettingzoo.aec", "pettingzoo.parallel", "openspiel", "gymnasium"):
+        assert results[target].status == "pass", results[target]
+    assert {r.status for r in results.values()} <= {"pass", "skipped"}
+
+
+def test_structural_refusals_say_why() -> None:
+    results = _by_target(check_targets(lambda: marlhub.make("tic_tac_toe"),
+                                       ["pettingzoo.parallel", "pettingzoo.aec"]))
+    refused = results["pettingzoo.parallel"]
+    assert refused.status == "refused" and "turn-based" in refused.reason
+    assert "turn_based='pad'" in refused.reason and results["pettingzoo.aec"].status == "pass"
+    continuous = check_targets(lambda: marlhub.make("gymnasium/MountainCarContinuous-v0"),
+                               ["openspiel"])[0]
+    assert continuous.status == "refused" and "integer actions" in continuous.reason
+
+
+class LyingSpaces(RockPaperScissors):
+    """Says its observations are Discrete(2) but sends values up to 3: PettingZoo notices."""
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        self.observation_spaces = {a: gym.spaces.Discrete(2) for a in self.possible_agents}
+
+
+def test_a_checker_failure_is_reported_with_the_checkers_words() -> None:
+    result = check_targets(LyingSpaces, ["pettingzoo.aec"])[0]
+    assert result.status == "fail" and result.reason
+
+
+def test_a_lossy_round_trip_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    class HalfRewards(RockPaperScissors):
+        def step(self, action_dict: Any) -> Any:
+            obs, rewards, terminateds, truncateds, infos = super().step(action_dict)
+            return obs, {a: r / 2 for a, r in rewards.items()}, terminateds, truncateds, infos
+
+    monkeypatch.setitem(roundtrip.ROUND_TRIPS, "gymnasium", lambda make, seed: HalfRewards())
+    problem = roundtrip.compare_round_trip("gymnasium", RockPaperScissors, seed=0)
+    assert problem is not None and "earned" in problem
+    result = check_targets(RockPaperScissors, ["gymnasium"])[0]
+    assert result.status == "fail" and "round trip through gymnasium" in result.reason
+
+
+def test_round_trips_keep_returns_and_action_counts() -> None:
+    for env_id in ("rock_paper_scissors", "tic_tac_toe", "traffic", "openspiel/kuhn_poker"):
+        for target in ("pettingzoo.aec", "openspiel"):
+            if env_id == "traffic" and target == "openspiel":
+                continue
+            problem = roundtrip.compare_round_trip(target, lambda: marlhub.make(env_id), seed=3)
+            assert problem is None, (env_id, target, problem)
+
+
+def test_a_missing_library_is_skipped_naming_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray.rllib.utils.pre_checks.env", None)
+    result = check_targets(RockPaperScissors, ["rllib"])[0]
+    assert result.status == "skipped" and "marlhub[rllib]" in result.reason
+
+
+def test_target_names_parse_and_unknown_ones_are_listed() -> None:
+    assert parse_targets("all") == list(TARGET_NAMES)
+    with pytest.raises(ConfigError, match=r"unknown target\(s\) \['dm_env'\]"):
+        parse_targets("openspiel,dm_env")
+
+
+def test_check_reports_conversions_and_fails_on_a_failed_one() -> None:
+    report = check(LyingSpaces, episodes=1, interop=["pettingzoo.aec"])
+    assert not report.ok and report.conversions[0].status == "fail"
+    assert "conversions 1 fail" in report.summary_line()
+    assert "target pettingzoo.aec: fail" in str(report)
+    assert report.to_dict()["conversions"][0]["status"] == "fail"
+
+
+def test_the_cli_prints_json_and_junit_per_target(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", "tic_tac_toe", "--episodes", "2", "--targets",
+                 "pettingzoo.aec,pettingzoo.parallel", "--json", str(tmp_path / "r.json"),
+                 "--junit", str(tmp_path / "r.xml")])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "target pettingzoo.aec: pass" in text and "target pettingzoo.parallel: refused" in text
+    data = json.loads((tmp_path / "r.json").read_text())
+    statuses = {c["target"]: c["status"] for c in data["targets"][0]["conversions"]}
+    assert statuses == {"pettingzoo.aec": "pass", "pettingzoo.parallel": "refused"}
+    xml = (tmp_path / "r.xml").read_text()
+    assert 'name="target.pettingzoo.aec"' in xml and "<skipped" in xml
+    assert main(["check", "tic_tac_toe", "--targets", "nope"]) == 2
+
+
+def test_an_instance_target_is_converted_through_copies() -> None:
+    env = RockPaperScissors()
+    env.reset(seed=0)
+    report = check(env, episodes=1, interop=["pettingzoo.aec"])
+    assert report.conversions[0].status == "pass"
+    assert np.isfinite(report.seconds)
