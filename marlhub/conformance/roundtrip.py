@@ -3,7 +3,8 @@
 The round trip is built from the adapters' classes directly (``from_x(to_x(env))``
 would hand back the env itself). The original plays a seeded random legal
 episode; each agent's actions are recorded in order and fed to the same agent
-of the round trip, reset with the same seed. The env's own randomness comes
+of the round trip (matched by their place in ``possible_agents``, as an API may
+rename them), reset with the same seed. The env's own randomness comes
 from that seed on both sides, so each agent must take the same number of
 actions and earn the same return.
 
@@ -98,10 +99,13 @@ def compare_round_trip(target: str, make_env: Callable[[], Any], *, seed: int = 
         trip = build(make_env, episode_seed)
         if trip is None:
             return None
+        # An API may name agents its own way (PettingZoo: strings): match them by position.
+        name = dict(zip(played.env.possible_agents, trip.possible_agents))
         queues: dict[Any, deque] = {}
         for actions in played.actions:
             for agent, action in actions.items():
-                queues.setdefault(agent, deque()).append(action)
+                queues.setdefault(name.get(agent, agent), deque()).append(action)
+        returns = {name.get(a, a): r for a, r in returns.items()}
         problem = _replay(trip, queues, returns, episode_seed, max_steps * 10)
         if problem:
             return f"round trip through {target}, episode seeded {episode_seed}: {problem}"

@@ -36,6 +36,7 @@ from marlhub.adapters.pettingzoo.lockstep import compare_with_native
 from marlhub.backends import import_backend
 from marlhub.core import MultiAgentEnv, missing_protocol_members
 from marlhub.errors import ProtocolError
+from marlhub.wrappers.rename import RenameAgents, string_ids
 
 if TYPE_CHECKING:
     from marlhub.adapters.pettingzoo.view import HubAECEnv, HubParallelEnv
@@ -109,7 +110,9 @@ def from_pettingzoo(env: Any) -> MultiAgentEnv:
         ProtocolError: ``env`` is not a PettingZoo env.
     """
     if getattr(type(env), "_marlhub_view_of_hub", False):
-        return env.hub_env
+        hub = env.hub_env
+        # to_pettingzoo gave the agents string names; the hub env behind had others.
+        return hub.env if getattr(env, "renamed_for_pettingzoo", False) else hub
     kind = pettingzoo_kind(env)
     if kind == "aec":
         return PettingZooEnv(env)
@@ -128,7 +131,9 @@ def to_pettingzoo(env: Any, api: str = "aec", turn_based: str = "raise") -> Any:
         env: a hub env, or anything :func:`marlhub.adapters.to_hub` accepts.
         api: ``"aec"`` (any env: one agent acts at a time, actions buffered until
             every actor of the hub step has acted) or ``"parallel"`` (every live
-            agent acts in every step).
+            agent acts in every step). Agent ids that are not strings are named
+            ``agent_<id>`` (PettingZoo's agents are strings); converting back
+            restores them.
         turn_based: for ``api="parallel"``: ``"raise"`` makes a step where only some
             live agents act raise :class:`~marlhub.errors.NotParallelizableError`;
             ``"pad"`` gives idle agents their last observation and
@@ -165,9 +170,13 @@ def to_pettingzoo(env: Any, api: str = "aec", turn_based: str = "raise") -> Any:
     else:
         hub = from_pettingzoo(env)
     views = _views_module()
-    if api == "aec":
-        return views.HubAECEnv(hub)
-    return views.HubParallelEnv(hub, turn_based=turn_based)
+    # PettingZoo names agents with strings (TorchRL's wrapper and SuperSuit rely on it).
+    renamed = not all(isinstance(a, str) for a in hub.possible_agents)
+    named = RenameAgents(hub, string_ids(list(hub.possible_agents))) if renamed else hub
+    view = (views.HubAECEnv(named) if api == "aec"
+            else views.HubParallelEnv(named, turn_based=turn_based))
+    view.renamed_for_pettingzoo = renamed
+    return view
 
 
 def _views_module() -> Any:
