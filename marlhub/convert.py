@@ -15,7 +15,7 @@ Example:
     >>> marlhub.convert(env, to="dm_env")
     Traceback (most recent call last):
     ...
-    ValueError: Cannot convert to 'dm_env': the supported targets are 'marlhub', 'pettingzoo.aec', 'pettingzoo.parallel', 'openspiel', 'rllib', 'gymnasium'; pass one of them as `to`.
+    marlhub.errors.ConversionError: Cannot convert to 'dm_env': the supported targets are 'marlhub', 'pettingzoo.aec', 'pettingzoo.parallel', 'openspiel', 'rllib', 'gymnasium'; pass one of them as `to`.
 """
 
 from __future__ import annotations

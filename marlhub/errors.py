@@ -17,7 +17,8 @@ working in code that never heard of marlhub::
     ├── ResetNeededError         (RuntimeError) step() before reset() or after the episode ended
     ├── NotParallelizableError   (ValueError)   a turn-based step where a parallel API needs all agents
     ├── AgentIdError             (ValueError)   an agent id that is unknown, repeated or missing
-    └── TargetError              (ValueError)   a conformance target that cannot be loaded
+    ├── TargetError              (ValueError)   a conformance target that cannot be loaded
+    └── ConversionError          (ValueError)   a conversion to an API marlhub does not know
 
     MarlhubWarning (UserWarning)
 
@@ -42,6 +43,7 @@ __all__ = [
     "ActionError",
     "AgentIdError",
     "ConfigError",
+    "ConversionError",
     "EntryPointError",
     "EnvContractError",
     "EnvCreationError",
@@ -334,3 +336,23 @@ class TargetError(MarlhubError, ValueError):
             "or 'path/to/file.py:attr', where attr is an env class, instance or factory."
         )
         super().__init__(f"Cannot load target {target!r}: {problem}. {fix}")
+
+
+class ConversionError(MarlhubError, ValueError):
+    """A conversion to an API marlhub does not know (``convert(env, to="dm_env")``).
+
+    Attributes:
+        target: the requested API.
+        supported: the APIs marlhub converts to.
+    """
+
+    def __init__(self, target: str, supported: Sequence[str]) -> None:
+        self.target = target
+        self.supported = list(supported)
+        close = closest(str(target), self.supported) or [
+            t for t in self.supported if t.startswith(f"{target}.")]
+        hint = f" Did you mean {_quote_list(close)}?" if close else ""
+        super().__init__(
+            f"Cannot convert to {target!r}: the supported targets are "
+            f"{_quote_list(self.supported)}; pass one of them as `to`.{hint}"
+        )

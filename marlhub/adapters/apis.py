@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from marlhub.core import MultiAgentEnv, is_multi_agent_env, missing_protocol_members
-from marlhub.errors import ProtocolError
+from marlhub.errors import ConversionError, ProtocolError
 
 __all__ = [
     "APIS",
@@ -42,15 +42,26 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Target:
-    """One API an env can be converted to: ``package.function(hub_env, **fixed, **options)``."""
+    """One API an env can be converted to: ``package.function(hub_env, **fixed, **options)``.
+
+    ``precheck``, when set, names ``package.precheck(make_fresh, **options)``, which
+    refuses up front (on a fresh instance) an env the API cannot take by structure;
+    ``make(..., to=...)`` calls it, so the refusal comes when the env is made.
+    """
 
     package: str
     function: str
     fixed: Mapping[str, Any] = field(default_factory=dict)
+    precheck: Optional[str] = None
 
     def converter(self) -> Callable[..., Any]:
         """Return the converter function (imports its adapter package, not its backend)."""
         return getattr(importlib.import_module(self.package), self.function)
+
+    def check_before(self, make_fresh: Callable[[], Any], **options: Any) -> None:
+        """Run the target's precheck on ``make_fresh()``, if it has one (it raises to refuse)."""
+        if self.precheck is not None:
+            getattr(importlib.import_module(self.package), self.precheck)(make_fresh, **options)
 
 
 @dataclass(frozen=True)
@@ -63,7 +74,8 @@ class Api:
         detect: the package's ``is_x(obj) -> bool``; it looks at the object's
             type and imports no backend.
         into_hub: the package's ``from_x(native, **options) -> hub env``.
-        targets: target name -> function turning a hub env into this API.
+        targets: target name -> function turning a hub env into this API, or
+            ``(function, fixed keyword arguments[, precheck])`` (see :class:`Target`).
         family: ``"module:Class"`` of its registry family, if it has a catalogue.
         extra: the pip extra that installs its backend (``marlhub[extra]``).
         backend: the backend's top-level package.
@@ -73,7 +85,7 @@ class Api:
     describes: str
     detect: str
     into_hub: str
-    targets: Mapping[str, str | tuple[str, Mapping[str, Any]]]
+    targets: Mapping[str, str | tuple[str, Mapping[str, Any]] | tuple[str, Mapping[str, Any], str]]
     family: Optional[str]
     extra: str
     backend: str
@@ -94,8 +106,9 @@ class Api:
     def target(self, target: str) -> Target:
         """Return the conversion to ``target``, one of :attr:`targets`."""
         spec = self.targets[target]
-        function, fixed = (spec, {}) if isinstance(spec, str) else spec
-        return Target(self.package, function, fixed)
+        if isinstance(spec, str):
+            return Target(self.package, spec)
+        return Target(self.package, spec[0], spec[1], *spec[2:])
 
 
 #: Every foreign API, in the order :func:`to_hub` tries them: a PettingZoo env
@@ -108,7 +121,7 @@ APIS: tuple[Api, ...] = (
         into_hub="from_pettingzoo",
         targets={
             "pettingzoo.aec": ("to_pettingzoo", {"api": "aec"}),
-            "pettingzoo.parallel": ("to_pettingzoo", {"api": "parallel"}),
+            "pettingzoo.parallel": ("to_pettingzoo", {"api": "parallel"}, "require_simultaneous"),
         },
         family="marlhub.adapters.pettingzoo.family:PettingZooFamily",
         extra="pettingzoo",
@@ -209,16 +222,12 @@ def convert(env: Any, to: str = "marlhub", **options: Any) -> Any:
             ``to_openspiel(short_name=...)``, ``to_pettingzoo(turn_based=...)``).
 
     Raises:
-        ValueError: ``to`` names no supported API.
+        ConversionError: ``to`` names no supported API (a ``ValueError``).
         ProtocolError: ``env`` is of no supported kind (the message lists them).
         MissingDependencyError: the target's backend is not installed.
     """
     if to not in TARGETS:
-        supported = ", ".join(repr(t) for t in TARGETS)
-        raise ValueError(
-            f"Cannot convert to {to!r}: the supported targets are {supported}; pass one of them "
-            "as `to`."
-        )
+        raise ConversionError(to, list(TARGETS))
     hub = to_hub(env)
     target = TARGETS[to]
     if target is None:

@@ -115,7 +115,7 @@ def run_check(args: argparse.Namespace) -> int:
     load_errors = {t: e for t, e in not_loaded.items() if t not in from_glob}
     skipped = {t: e for t, e in not_loaded.items() if t in from_glob}
     failed = [r for r in reports if not r.ok]
-    if len(outcomes) > 1:
+    if len(outcomes) > 1 or args.quiet:
         out(f"{len(reports) - len(failed)} passed, {len(failed)} failed"
             + (f", {len(skipped)} skipped (did not load)" if skipped else "")
             + (f", {len(load_errors)} not loaded" if load_errors else ""))
@@ -123,7 +123,7 @@ def run_check(args: argparse.Namespace) -> int:
         if args.json:
             _write(args.json, json.dumps(_json_document(outcomes, from_glob), indent=2) + "\n")
         if args.junit:
-            _write(args.junit, junit_xml(reports, load_errors=load_errors,
+            _write(args.junit, junit_xml(reports, load_errors=load_errors, skipped=skipped,
                                          against_native=args.against_native))
     except OSError as exc:
         err(f"marlhub check: cannot write the results: {exc}")
@@ -164,15 +164,18 @@ def _json_document(outcomes: list[Outcome], from_glob: set[str]) -> dict[str, An
     entries = []
     for o in outcomes:
         if o.report is not None:
-            entries.append(o.report.to_dict())
+            entries.append({**o.report.to_dict(), "status": "pass" if o.report.ok else "fail"})
+        elif o.target in from_glob:  # a glob found it, but it does not load as it is
+            entries.append({"target": o.target, "status": "skipped", "skipped": o.load_error})
         else:
-            key = "skipped" if o.target in from_glob else "error"
-            entries.append({"target": o.target, "ok": False, "episodes": 0, "steps": 0,
-                            "findings": [], key: o.load_error})
+            entries.append({"target": o.target, "status": "error", "ok": False,
+                            "error": o.load_error})
     return {"targets": entries}
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True)
+        err(f"marlhub check: created the folder {str(path.parent)!r} for {str(path)!r}")
     path.write_text(text, encoding="utf-8")
 

@@ -31,6 +31,7 @@ def junit_xml(
     reports: Sequence[Report],
     *,
     load_errors: Optional[dict[str, str]] = None,
+    skipped: Optional[dict[str, str]] = None,
     against_native: bool = False,
 ) -> str:
     """Return a JUnit XML document for ``reports`` (and targets that failed to load).
@@ -38,6 +39,7 @@ def junit_xml(
     Args:
         reports: one report per checked target.
         load_errors: target -> message, for targets that could not be loaded.
+        skipped: target -> why, for targets a glob found that do not load as they are.
         against_native: whether the lockstep rules were exercised.
     """
     suites = ET.Element("testsuites", name="marlhub check")
@@ -74,6 +76,11 @@ def junit_xml(
                               errors="1", time="0")
         case = ET.SubElement(suite, "testcase", classname=target, name="load")
         ET.SubElement(case, "error", type="load", message=message[:500]).text = message
+    for target, why in (skipped or {}).items():
+        suite = ET.SubElement(suites, "testsuite", name=target, tests="1", failures="0",
+                              errors="0", skipped="1", time="0")
+        case = ET.SubElement(suite, "testcase", classname=target, name="load")
+        ET.SubElement(case, "skipped", message=why[:500])
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 

@@ -87,10 +87,12 @@ def expand_targets(
     expanded: dict[str, bool] = {}
     for text in targets:
         if is_glob(text):
-            matches = reg.registered(text)
+            listing = reg.listing(text, describe=False)
+            matches = listing.ids
             if not matches:
+                why = "".join(f"; {problem}" for problem in listing.problems)
                 raise TargetError(
-                    text, "the glob matches no registered id",
+                    text, f"the glob matches no registered id{why}",
                     "Run `marlhub list` to see the ids, and quote globs so the shell does not "
                     "expand them.",
                 )

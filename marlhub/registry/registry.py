@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any, Callable, Optional, cast
 
-from marlhub.adapters.apis import convert, to_hub
+from marlhub.adapters.apis import TARGETS, Target, convert, to_hub
 from marlhub.adapters.family import Family
 from marlhub.context import EnvContext
 from marlhub.errors import (
@@ -305,9 +305,21 @@ class Registry:
             EntryPointError: the id's entry point does not load.
             MissingDependencyError: the family's backend is not installed.
             ProtocolError: the creator returned something that is no env.
+            NotParallelizableError: ``to="pettingzoo.parallel"`` of a turn-based env
+                (probed on a fresh instance; ``turn_based="pad"`` takes it).
         """
+        hub = self._build(env_id, _to_context(env_id, config))
+        if to is not None and to in TARGETS and TARGETS[to] is not None:
+            # Refuse what the API cannot take when the env is made, on a fresh instance.
+            cast(Target, TARGETS[to]).check_before(
+                lambda: self._build(env_id, _to_context(env_id, config)), **convert_options)
+        if to is None and not convert_options:
+            return hub
+        return convert(hub, to=to or "marlhub", **convert_options)
+
+    def _build(self, env_id: str, ctx: EnvContext) -> Any:
+        """Call the creator (or the family) of ``env_id`` and bring the result to the hub."""
         spec = self.spec(env_id)
-        ctx = _to_context(env_id, config)
         if spec.creator is None:
             prefix, rest = split_id(env_id)
             with self._lock:
@@ -327,7 +339,7 @@ class Registry:
             else:
                 env = _call(env_id, ctx, creator)
         try:
-            hub = to_hub(env)
+            return to_hub(env)
         except ProtocolError as exc:
             raise ProtocolError(
                 env,
@@ -335,9 +347,6 @@ class Registry:
                 expected=f"the creator of {env_id!r} to return a MultiAgentEnv or an env of a "
                 "supported API",
             ) from exc
-        if to is None and not convert_options:
-            return hub
-        return convert(hub, to=to or "marlhub", **convert_options)
 
     def _unknown(self, env_id: str) -> UnknownEnvError:
         with self._lock:

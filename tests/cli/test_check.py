@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,3 +144,64 @@ def test_ids_a_glob_found_that_do_not_load_are_skipped_not_errors(
     finally:
         registry.unregister("zz_needs_params")
         registry.unregister("zz_fine")
+
+
+# -- what the CLI shows of its work ------------------------------------------------------
+
+
+def test_quiet_still_prints_the_final_count(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "traffic", "--episodes", "2", "-q"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "1 passed, 0 failed"
+
+
+def test_skipped_ids_are_skipped_in_json_and_junit(tmp_path: Path) -> None:
+    pytest.importorskip("pyspiel")
+    json_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
+    code = main(["check", "openspiel/efg_g*", "openspiel/kuhn_poker", "--episodes", "1",
+                 "--json", str(json_path), "--junit", str(junit_path)])
+    assert code == 0
+    entries = {e["target"]: e for e in json.loads(json_path.read_text())["targets"]}
+    assert entries["openspiel/efg_game"]["status"] == "skipped"
+    assert "ok" not in entries["openspiel/efg_game"]
+    assert entries["openspiel/kuhn_poker"]["status"] == "pass"
+    xml = junit_path.read_text()
+    assert 'testsuite name="openspiel/efg_game"' in xml and "<skipped" in xml
+
+
+def test_a_missing_results_folder_is_created_and_said(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "new" / "folder" / "r.json"
+    assert main(["check", "traffic", "--episodes", "1", "--json", str(path)]) == 0
+    assert path.exists() and "created the folder" in capsys.readouterr().err
+
+
+def test_a_glob_over_a_family_whose_backend_is_missing_names_the_extra() -> None:
+    from marlhub.conformance.targets import expand_targets
+    from marlhub.errors import MissingDependencyError, TargetError
+    from marlhub.registry import Registry
+
+    class NeedsFoo:
+        name = "foo"
+        description = "envs of the foo library"
+
+        def ids(self) -> Any:
+            raise MissingDependencyError("foo", "foo", "The foo/ family")
+
+        def make(self, rest: str, config: Any) -> Any:
+            raise MissingDependencyError("foo", "foo", "The foo/ family")
+
+    registry = Registry(entry_point_group=None)
+    registry.register_family(NeedsFoo())
+    with pytest.raises(TargetError, match=r"pip install 'marlhub\[foo\]'"):
+        expand_targets(["foo/*"], registry)
+
+
+def test_conversions_are_refused_when_the_env_is_made() -> None:
+    import marlhub
+    from marlhub.errors import ConversionError, NotParallelizableError
+
+    with pytest.raises(NotParallelizableError, match="The env is turn-based"):
+        marlhub.make("tic_tac_toe", to="pettingzoo.parallel")
+    assert marlhub.make("tic_tac_toe", to="pettingzoo.parallel", turn_based="pad")
+    with pytest.raises(ConversionError, match="Did you mean 'pettingzoo.aec'"):
+        marlhub.make("traffic", to="pettingzoo")

@@ -35,7 +35,8 @@ from marlhub.adapters.pettingzoo.family import PettingZooFamily
 from marlhub.adapters.pettingzoo.lockstep import compare_with_native
 from marlhub.backends import import_backend
 from marlhub.core import MultiAgentEnv, missing_protocol_members
-from marlhub.errors import ProtocolError
+from marlhub.episode.play import RandomEpisode
+from marlhub.errors import NotParallelizableError, ProtocolError
 from marlhub.wrappers.rename import RenameAgents, string_ids
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ __all__ = [
     "from_pettingzoo",
     "is_pettingzoo_env",
     "pettingzoo_kind",
+    "require_simultaneous",
     "to_pettingzoo",
 ]
 
@@ -177,6 +179,37 @@ def to_pettingzoo(env: Any, api: str = "aec", turn_based: str = "raise") -> Any:
             else views.HubParallelEnv(named, turn_based=turn_based))
     view.renamed_for_pettingzoo = renamed
     return view
+
+
+def require_simultaneous(make_fresh: Any, *, turn_based: str = "raise", seed: int = 0,
+                         max_steps: int = 200, **options: Any) -> None:
+    """Refuse, up front, an env that ``to_pettingzoo(..., api="parallel")`` cannot take.
+
+    Plays one seeded random episode of ``make_fresh()``; a step where only some
+    live agents act means the env is turn-based. Nothing is checked with
+    ``turn_based="pad"``, which takes any env.
+
+    Raises:
+        NotParallelizableError: a step of the probe was turn-based.
+
+    Example:
+        >>> from marlhub.envs import TicTacToe
+        >>> require_simultaneous(TicTacToe)
+        Traceback (most recent call last):
+        ...
+        marlhub.errors.NotParallelizableError: Only 'player2' act in this step but the parallel API needs every live agent ('player1', 'player2') to act. The env is turn-based: use to='pettingzoo.aec', or turn_based='pad' to give the idle agents their last observation.
+    """
+    if turn_based != "raise":
+        return
+    env = to_hub(make_fresh())
+    for step in RandomEpisode(env, seed, max_steps=max_steps):
+        live = list(getattr(env, "agents", None) or step.actors)
+        if not step.over and set(step.actors) != set(live):
+            raise NotParallelizableError(
+                step.actors, live,
+                fix="The env is turn-based: use to='pettingzoo.aec', or turn_based='pad' to "
+                "give the idle agents their last observation.",
+            )
 
 
 def _views_module() -> Any:

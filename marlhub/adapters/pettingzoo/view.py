@@ -155,6 +155,9 @@ class _HubFacade:
     def __str__(self) -> str:
         return str(self.metadata.get("name"))
 
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {self.hub_env!r}>"
+
 
 class HubAECEnv(_HubFacade, AECEnv):
     """A hub env as a PettingZoo AEC env.
