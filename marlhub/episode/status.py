@@ -1,9 +1,11 @@
 """Where an episode stands: why ``step`` is refused, whether it is over, who acts next.
 
 Every env and view in marlhub words its refusals with :data:`NOT_RESET` and
-:data:`EPISODE_OVER` and raises them through :func:`require_running`; every
-reader of a step's results decides "over" and "actors" with
-:func:`episode_over` and :func:`actors_of`, so the rule is written once.
+:data:`EPISODE_OVER` (and :data:`NOT_CARRIED_OVER` in a copy whose native env
+restarted, see :func:`restarts_when_pickled`) and raises them through
+:func:`require_running`; every reader of a step's results decides "over" and
+"actors" with :func:`episode_over` and :func:`actors_of`, so the rule is
+written once.
 
 Example:
     >>> episode_over({"__all__": False}, {"__all__": True})
@@ -21,17 +23,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
+from gymnasium.utils.ezpickle import EzPickle
+
 from marlhub.core import ALL, AgentID
 from marlhub.errors import ResetNeededError
 
 __all__ = [
     "EPISODE_OVER",
+    "NOT_CARRIED_OVER",
     "NOT_RESET",
     "actors_of",
     "done_agents",
     "episode_over",
     "flag",
     "require_running",
+    "restarts_when_pickled",
     "truthy",
     "with_all",
 ]
@@ -40,6 +46,12 @@ __all__ = [
 NOT_RESET = "reset() has not been called yet"
 #: Why ``step`` is refused once ``__all__`` was True.
 EPISODE_OVER = "the episode is over (__all__ was True in the last step)"
+#: Why the copy of a running env is refused when its native env restarts when pickled.
+NOT_CARRIED_OVER = (
+    "it is a copy (unpickled or deep-copied) of an env whose native env pickles as a new, "
+    "unreset env (gymnasium's EzPickle, as PettingZoo's own envs do), so the episode did not "
+    "carry over"
+)
 
 
 def require_running(env_name: str, reason: Optional[str]) -> None:
@@ -50,6 +62,23 @@ def require_running(env_name: str, reason: Optional[str]) -> None:
     """
     if reason is not None:
         raise ResetNeededError(env_name, reason)
+
+
+def restarts_when_pickled(env: Any) -> bool:
+    """Tell whether ``env`` pickles as a call to its constructor, not with its state.
+
+    Envs built on gymnasium's ``EzPickle`` do (PettingZoo's own envs, Gymnasium's
+    MuJoCo and Box2D ones): their copy is a new env that was never reset,
+    whatever episode the original was in. A hub env that holds one refuses to
+    step in its copy with :data:`NOT_CARRIED_OVER`. Looks at ``env.unwrapped``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> restarts_when_pickled(gym.make("CartPole-v1"))
+        False
+    """
+    inner = getattr(env, "unwrapped", env)
+    return isinstance(inner, EzPickle) and type(inner).__setstate__ is EzPickle.__setstate__
 
 
 def truthy(value: Any) -> bool:

@@ -13,8 +13,7 @@ import pytest
 
 import marlhub
 from marlhub.cli import main
-from marlhub.conformance import check
-from marlhub.conformance import roundtrip
+from marlhub.conformance import check, roundtrip
 from marlhub.conformance.interop import TARGET_NAMES, check_targets, parse_targets
 from marlhub.envs import RockPaperScissors
 from marlhub.errors import ConfigError

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -12,6 +13,8 @@ import marlhub
 from marlhub.contract.compare import why_different
 from marlhub.episode.actions import (
     ActionChecker,
+    BoxCheck,
+    DiscreteCheck,
     check_action,
     check_action_dict,
     fast_check,
@@ -68,6 +71,34 @@ def test_the_fast_path_agrees_with_the_full_check(action: Any) -> None:
     assert fast == full
     quick = fast_check(DISCRETE)
     assert quick is not None and (not quick(action, None) or full)
+
+
+@pytest.mark.parametrize("space", [DISCRETE, gym.spaces.Discrete(3, start=-1), BOX],
+                         ids=["discrete", "discrete from -1", "box"])
+def test_the_quick_checks_pickle_and_check_alike_after(space: gym.Space) -> None:
+    quick = fast_check(space)
+    assert quick is not None and isinstance(quick.__self__, (DiscreteCheck, BoxCheck))  # type: ignore[attr-defined]
+    copied = pickle.loads(pickle.dumps(quick))
+    actions = ACCEPTED + REFUSED + [0, 2, np.zeros(2, np.float32), np.ones(2, np.float32) * 2]
+    for action in actions:
+        for mask in (None, np.array([1, 0, 1]), [0, 1, 1]):
+            assert copied(action, mask) == quick(action, mask), (action, mask)
+    assert repr(copied.__self__) == repr(quick.__self__)  # type: ignore[attr-defined]
+
+
+def test_an_action_checker_pickles_with_its_quick_checks() -> None:
+    spaces = {"a": DISCRETE, "b": BOX, "c": gym.spaces.MultiBinary(2)}
+    checker = ActionChecker(spaces.__getitem__)
+    for agent, action in [("a", 1), ("b", np.zeros(2, np.float32)), ("c", np.array([0, 1], np.int8))]:
+        checker.check(agent, action)
+    copied = pickle.loads(pickle.dumps(checker))
+    copied.check("a", 2, [0, 0, 1])
+    with pytest.raises(ActionError, match="masked out"):
+        copied.check("a", 1, [0, 0, 1])
+    with pytest.raises(ActionError, match="Box"):
+        copied.check("b", np.full(2, 3.0, np.float32))
+    with pytest.raises(ActionError, match="MultiBinary"):
+        copied.check("c", np.array([0, 2], np.int8))
 
 
 def test_a_whole_dict_is_checked_before_anything_and_hints_differ() -> None:

@@ -18,8 +18,11 @@ Example:
 
 from __future__ import annotations
 
+import copyreg
 import inspect
 import re
+import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
@@ -37,8 +40,13 @@ from marlhub.core import (
     is_multi_agent_env,
 )
 from marlhub.episode.actions import check_action_dict
-from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
-from marlhub.spaces import ADVISORY_MASKS
+from marlhub.episode.status import (
+    EPISODE_OVER,
+    NOT_CARRIED_OVER,
+    NOT_RESET,
+    require_running,
+    restarts_when_pickled,
+)
 from marlhub.errors import (
     AgentIdError,
     ConfigError,
@@ -46,6 +54,7 @@ from marlhub.errors import (
     UnknownEnvError,
     closest,
 )
+from marlhub.spaces import ADVISORY_MASKS
 
 __all__ = [
     "GymnasiumMultiEnv",
@@ -195,6 +204,13 @@ class GymnasiumMultiEnv(MultiAgentEnv):
         for env in self.envs:
             env.close()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Return what pickles; a copy made in an episode of EzPickle envs must be reset."""
+        state = self.__dict__.copy()
+        if self._cannot_step is None and any(restarts_when_pickled(e) for e in self.envs):
+            state["_cannot_step"] = NOT_CARRIED_OVER
+        return state
+
     def __repr__(self) -> str:
         spec = getattr(self.envs[0], "spec", None)
         inner = spec.id if spec else type(self.envs[0]).__name__
@@ -228,7 +244,9 @@ def make_multi_agent(env_name_or_creator: Union[str, EnvCreator]) -> type[_Multi
             config minus ``num_agents`` (an :class:`~marlhub.registry.EnvContext`).
 
     Returns:
-        A :class:`GymnasiumMultiEnv` subclass named ``MultiEnv``.
+        A :class:`GymnasiumMultiEnv` subclass named ``MultiEnv``. It and its instances
+        pickle (a creator must then be a module-level function); the class loads as
+        itself in this process, as ``make_multi_agent(env_name_or_creator)`` in another.
 
     Raises:
         TypeError: ``env_name_or_creator`` is neither a string nor callable.
@@ -246,6 +264,9 @@ def make_multi_agent(env_name_or_creator: Union[str, EnvCreator]) -> type[_Multi
         ...     obs, rewards, terminateds, truncateds, infos = env.step({0: 0, 1: 1, 2: 0})
         >>> truncateds
         {0: True, 1: True, 2: True, '__all__': True}
+        >>> import pickle
+        >>> pickle.loads(pickle.dumps(type(env))) is type(env)
+        True
     """
     if not (isinstance(env_name_or_creator, str) or callable(env_name_or_creator)):
         raise TypeError(
@@ -253,12 +274,25 @@ def make_multi_agent(env_name_or_creator: Union[str, EnvCreator]) -> type[_Multi
             f"creator(config) -> gymnasium.Env, got {type(env_name_or_creator).__name__} "
             f"{env_name_or_creator!r:.60}."
         )
-    source = env_name_or_creator
+    return _build_class(env_name_or_creator, uuid.uuid4().hex)
 
-    class MultiEnv(GymnasiumMultiEnv):
+
+class _MultiEnvType(type):
+    """The type of make_multi_agent's classes: copyreg pickles them with :func:`_reduce_class`."""
+
+
+#: Every class make_multi_agent built or unpickled in this process, by its token.
+_CLASSES: weakref.WeakValueDictionary[str, type] = weakref.WeakValueDictionary()
+
+
+def _build_class(source: Union[str, EnvCreator], token: str) -> type[_MultiEnv]:
+    """Build a class of copies of ``source``, known in this process by ``token``."""
+
+    class MultiEnv(GymnasiumMultiEnv, metaclass=_MultiEnvType):
         """Independent copies of one Gymnasium env; config ``num_agents`` sets how many."""
 
         env_name_or_creator = source
+        _class_token = token
 
         def __init__(self, config: Optional[Mapping[str, Any]] = None) -> None:
             rest, num = _split_config(_source_name(source), config)
@@ -269,7 +303,26 @@ def make_multi_agent(env_name_or_creator: Union[str, EnvCreator]) -> type[_Multi
             super().__init__(envs)
 
     MultiEnv.__qualname__ = "MultiEnv"
+    _CLASSES[token] = MultiEnv
     return cast("type[_MultiEnv]", MultiEnv)  # MultiEnv has _MultiEnv's shape
+
+
+def _multi_env_class(source: Union[str, EnvCreator], token: str) -> type[_MultiEnv]:
+    """Return the class with ``token`` in this process, else build it (pickles call this)."""
+    cls = _CLASSES.get(token)
+    return cast("type[_MultiEnv]", cls) if cls is not None else _build_class(source, token)
+
+
+def _reduce_class(cls: _MultiEnvType) -> Union[str, tuple[Any, ...]]:
+    token = cls.__dict__.get("_class_token")
+    if token is None:  # a subclass written in a module: pickled by name, like any class
+        return cls.__qualname__
+    return _multi_env_class, (cls.__dict__["env_name_or_creator"], token)
+
+
+# Pickle looks a metaclass up here before trying a class's name, which a class built
+# in a function does not have.
+copyreg.pickle(_MultiEnvType, _reduce_class)
 
 
 def make_gymnasium_env(env_id: str, kwargs: Optional[Mapping[str, Any]] = None) -> gym.Env:

@@ -45,6 +45,11 @@ _DEFAULT_PENALTY = {"substitute": -0.1, "terminate": -1.0}
 _SIMULTANEOUS = -2
 _TERMINAL = -4
 
+#: Rebuilt from the game when unpickled or copied (pyspiel observers support neither).
+_REBUILT = frozenset({"observer", "_read", "_mask", "_turn_mask"})
+_SHARED = frozenset({"game", "source_game", "_obs_space", "_action_space",  # deep copies share
+                     "observation_spaces", "action_spaces"})
+
 
 class OpenSpielEnv(ActionChecks, MultiAgentEnv):
     """An OpenSpiel game as a hub env (also RLlib's ``OpenSpielEnv``, import-compatible).
@@ -122,9 +127,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         #: The game as given (``to_openspiel`` hands it back); ``game`` may be a reseeded copy.
         self.source_game = game
         self.game = game
-        self.observer = Observer(game, observation)
-        self._read = self.observer.read
-        self.observation_kind = self.observer.kind
+        self._bind_game(observation)
         self.max_steps = max_steps
         self.illegal_action = illegal_action
         self.illegal_reward = (
@@ -140,12 +143,6 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         self.agents = []
         self._build_spaces()
         self._seed_param = seed_parameter(game)
-        # C++ games keep their legal actions within num_distinct_actions(); Python
-        # games are checked.
-        if hasattr(game, "make_py_observer"):
-            self._mask = self._turn_mask = self._checked_mask
-        else:
-            self._mask, self._turn_mask = self._native_mask, self._native_turn_mask
         self._simultaneous_node = False
         self._zero_mask = np.zeros(self.num_actions, np.int8)
         self._zero_rewards = dict.fromkeys(self._ids, 0.0)
@@ -156,6 +153,18 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         self._steps = 0
         self._over = True
         self.metadata = {"render_modes": ["ansi", "human"]}
+
+    def _bind_game(self, observation: str) -> None:
+        """Set up what reads the game: the observer and the mask functions (never copied)."""
+        self.observer = Observer(self.game, observation)
+        self._read = self.observer.read
+        self.observation_kind = self.observer.kind
+        # C++ games keep their legal actions within num_distinct_actions(); Python
+        # games are checked.
+        if hasattr(self.game, "make_py_observer"):
+            self._mask = self._turn_mask = self._checked_mask
+        else:
+            self._mask, self._turn_mask = self._native_mask, self._native_turn_mask
 
     def _build_spaces(self) -> None:
         self._action_space = gym.spaces.Discrete(self.num_actions)
@@ -459,18 +468,27 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         """Return one line about the game: dynamics, players, chance, information."""
         return describe_game(self.game)
 
+    # -- copies and pickles (pyspiel pickles games as strings, states as their history)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Return what pickles: every attribute but the observer and the mask functions."""
+        return {k: v for k, v in self.__dict__.items() if k not in _REBUILT}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled env: its attributes, then an observer of its game."""
+        self.__dict__.update(state)
+        self._bind_game(self.observation_kind)
+
     def __deepcopy__(self, memo: dict[int, Any]) -> "OpenSpielEnv":
-        clone = copy.copy(self)
+        clone = type(self).__new__(type(self))
         memo[id(self)] = clone
-        clone.__dict__.update({
-            k: copy.deepcopy(v, memo) for k, v in self.__dict__.items()
-            if k not in ("game", "source_game", "observer", "_read", "_state", "_start",
-                         "_obs_space", "_action_space", "observation_spaces", "action_spaces")
-        })
-        clone.observer = Observer(self.game, self.observation_kind)
-        clone._read = clone.observer.read
-        clone._state = None if self._state is None else self._state.clone()
-        clone._start = None if self._start is None else self._start.clone()
+        for key, value in self.__getstate__().items():
+            if key in ("_state", "_start"):
+                value = None if value is None else value.clone()
+            elif key not in _SHARED:
+                value = copy.deepcopy(value, memo)
+            clone.__dict__[key] = value
+        clone._bind_game(self.observation_kind)
         return clone
 
     def __repr__(self) -> str:

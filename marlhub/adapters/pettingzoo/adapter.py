@@ -37,7 +37,13 @@ from marlhub.core import (
     StepResult,
 )
 from marlhub.episode.actions import ActionChecker, check_keys
-from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
+from marlhub.episode.status import (
+    EPISODE_OVER,
+    NOT_CARRIED_OVER,
+    NOT_RESET,
+    require_running,
+    restarts_when_pickled,
+)
 from marlhub.spaces import raw_action_mask
 
 __all__ = ["PettingZooEnv", "state_holder"]
@@ -132,6 +138,17 @@ class _PettingZooBase(MultiAgentEnv):
     def get_sub_environments(self) -> Any:
         """The innermost native env (RLlib's name; a property there too)."""
         return self._native.unwrapped
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Return what pickles (and deep-copies): the attributes, the native env's own way.
+
+        PettingZoo's own envs pickle as a call to their constructor (gymnasium's
+        ``EzPickle``), so the copy of one in an episode refuses to step until reset.
+        """
+        state = self.__dict__.copy()
+        if self._cannot_step is None and restarts_when_pickled(self._native):
+            state["_cannot_step"] = NOT_CARRIED_OVER
+        return state
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self._native}>"
