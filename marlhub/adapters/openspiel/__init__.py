@@ -75,10 +75,17 @@ def to_openspiel(env_or_creator: Any, short_name: Optional[str] = None, **option
     Players are the env's ``possible_agents`` in order; every agent's action
     space must be Discrete (legal actions come from the action mask when there
     is one); the observation tensor is the player's last observation,
-    flattened (padded to the largest); ``clone()`` deep-copies the env; each
-    new state builds a fresh env and resets it with the game's ``seed``
+    flattened (padded to the largest; none for text observations), and the
+    observation string is that observation; ``clone()`` deep-copies the env
+    (live, PettingZoo's and Gymnasium's envs included); ``str(state)`` is every
+    player's last observation and the actions so far; each new state builds a
+    fresh env when first used and resets it with the game's ``seed``
     parameter, then seed + 1, and so on (so ``from_openspiel(game).reset(seed=s)``
-    resets the env with ``s``). An :class:`OpenSpielEnv` is unwrapped to its game.
+    resets the env with ``s``). There is no information state: CFR and other
+    algorithms over information states are refused with a ``ConfigError``.
+
+    An :class:`OpenSpielEnv`, or a factory or registry id that makes one, is
+    unwrapped to its game (with everything the game provides).
 
     Args:
         env_or_creator: a hub env, env class, factory or registry id (or an env
@@ -102,6 +109,8 @@ def to_openspiel(env_or_creator: Any, short_name: Optional[str] = None, **option
         (<Dynamics.SIMULTANEOUS: 0>, 2)
         >>> to_openspiel(from_openspiel(pyspiel.load_game("kuhn_poker")))
         kuhn_poker()
+        >>> to_openspiel("openspiel/leduc_poker")
+        leduc_poker()
     """
     from marlhub.adapters.openspiel.view import to_openspiel as register
 

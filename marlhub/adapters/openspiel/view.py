@@ -10,9 +10,11 @@ See :func:`to_openspiel`. The pieces:
 * a ``pyspiel.State`` subclass holding that env: players are
   ``possible_agents`` in order, legal actions come from the action mask when
   there is one, rewards are accumulated into ``returns()``, and OpenSpiel's
-  ``clone()`` deep-copies the env (one ``deepcopy``, so its parts stay shared
-  as they were);
-* an observer whose tensor is the player's last observation, flattened.
+  ``clone()`` copies the env (:func:`~marlhub.adapters.openspiel.view_copy.snapshot`:
+  a deep copy that keeps PettingZoo's and Gymnasium's envs live, in C where it can);
+* an observer whose tensor is the player's last observation, flattened (none for
+  text observations), and whose string is that observation; no information
+  state (perfect recall) observer: algorithms that need one (CFR) are refused.
 
 This module imports pyspiel when it is imported; the public
 :func:`marlhub.adapters.openspiel.to_openspiel` imports it on first call.
@@ -20,7 +22,6 @@ This module imports pyspiel when it is imported; the public
 
 from __future__ import annotations
 
-import copy
 import inspect
 import math
 import re
@@ -31,8 +32,10 @@ import gymnasium as gym
 
 from marlhub.adapters.apis import to_hub
 from marlhub.adapters.openspiel.games import import_pyspiel
+from marlhub.adapters.openspiel.view_copy import snapshot
 from marlhub.adapters.openspiel.view_state import (
     GameSpec,
+    HubEpisode,
     HubObserver,
     HubState,
     flat_size,
@@ -49,6 +52,18 @@ pyspiel: Any = import_pyspiel("to_openspiel")
 
 #: Short names this process registered through to_openspiel (re-registering them is fine).
 _OURS: dict[str, Any] = {}
+
+_NO_INFORMATION_STATE = (
+    "an information state (perfect recall) was asked for, but a hub env made into an OpenSpiel "
+    "game has none: the env keeps its chance and hidden state inside, and OpenSpiel sees only "
+    "each player's last observation, so CFR and other algorithms over information states "
+    "cannot run on it"
+)
+_NO_INFORMATION_STATE_FIX = (
+    "Run them on a native OpenSpiel game (to_openspiel of an OpenSpielEnv, or of a factory or "
+    "registry id that makes one, hands its game back); on other hub envs use algorithms that "
+    "need observations only, such as open_spiel.python.algorithms.mcts."
+)
 
 
 def _creator_of(env_or_creator: Any) -> Callable[[], Any]:
@@ -72,7 +87,7 @@ def _creator_of(env_or_creator: Any) -> Callable[[], Any]:
             return lambda: to_hub(factory(EnvContext()))
         return lambda: to_hub(factory())
     template = to_hub(env_or_creator)
-    return lambda: copy.deepcopy(template)
+    return lambda: snapshot(template)
 
 
 class _Probe:
@@ -122,7 +137,9 @@ def to_openspiel(
     Python games; use the Python one.
 
     An :class:`~marlhub.adapters.openspiel.OpenSpielEnv` is unwrapped: its own
-    game is returned and nothing is registered.
+    game is returned and nothing is registered; so is one that a factory or a
+    registry id makes (``to_openspiel("openspiel/kuhn_poker")`` is ``kuhn_poker``,
+    with its information states, so CFR runs on it).
 
     Args:
         env_or_creator: a hub env (each new state starts from a deep copy of
@@ -130,7 +147,8 @@ def to_openspiel(
             empty ``EnvContext`` when it needs one), an env of another
             supported API, or a registry id.
         short_name: the OpenSpiel name; default ``marlhub_<class name>``. A name
-            OpenSpiel already has for another game is refused.
+            OpenSpiel already has for another game is refused. Unused (like the
+            other options) when an OpenSpiel game is handed back.
         long_name: the display name; default the class name.
         dynamics: ``"sequential"`` (one actor per step; the state's
             ``current_player()`` is its player), ``"simultaneous"`` (every
@@ -161,6 +179,8 @@ def to_openspiel(
         return env_or_creator.source_game
     make = _creator_of(env_or_creator)
     env = make()
+    if isinstance(env, OpenSpielEnv):  # a factory or an id of an OpenSpiel game
+        return env.source_game
     label = type(env).__name__
     name = short_name or "marlhub_" + re.sub(r"(?<!^)(?=[A-Z])", "_", label).lower()
     _check_name(name)
@@ -266,20 +286,41 @@ def _game_class(name: str, game_type: Any, game_info: Any, spec: "GameSpec", see
             super().__init__(game_type, game_info, params)
             self.spec = spec
             self._next_seed = int(params.get("seed", seed))
+            self._upcoming: Optional[HubEpisode] = None
 
         def new_initial_state(self) -> "HubState":
             """Return a state whose env is built and reset on first use."""
             return HubState(self)
 
-        def draw_seed(self) -> int:
+        @property
+        def next_seed(self) -> int:
             """The reset seed of the next new episode: the game's seed, then seed + 1, ..."""
+            return self._next_seed
+
+        def draw_seed(self) -> int:
+            """Take the next reset seed."""
             self._next_seed += 1
+            self._upcoming = None
             return self._next_seed - 1
+
+        def upcoming(self) -> "HubEpisode":
+            """The next new episode, built once and kept until a state claims it (read only)."""
+            if self._upcoming is None:
+                self._upcoming = HubEpisode(spec, self._next_seed)
+            return self._upcoming
+
+        def claim(self, seed: Optional[int] = None) -> "HubEpisode":
+            """A new episode for a state to own: the upcoming one, or one reset with ``seed``."""
+            if seed is None or seed == self._next_seed:
+                episode = self._upcoming or HubEpisode(spec, self._next_seed)
+                self.draw_seed()
+                return episode
+            return HubEpisode(spec, seed)
 
         def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> "HubObserver":
             """Return an observer of the players' last observations (no perfect recall)."""
             if iig_obs_type is not None and iig_obs_type.perfect_recall:
-                raise ValueError(f"{name} has no information state (perfect recall) observer")
+                raise ConfigError(name, _NO_INFORMATION_STATE, fix=_NO_INFORMATION_STATE_FIX)
             return HubObserver(spec)
 
     HubGame.__name__ = HubGame.__qualname__ = f"HubGame_{name}"

@@ -1,4 +1,6 @@
-"""hub -> OpenSpiel: to_openspiel registers hub envs as pyspiel Python games; round trips."""
+"""hub -> OpenSpiel: to_openspiel registers hub envs as pyspiel Python games; round trips;
+OpenSpiel's own checkers and algorithms (random_sim_test, MCTS, get_all_states, CFR) on hub envs
+of every family."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ import pytest
 
 pyspiel = pytest.importorskip("pyspiel")
 
+from open_spiel.python.algorithms import cfr, exploitability, get_all_states, mcts  # noqa: E402
+
+import marlhub  # noqa: E402
 from marlhub.adapters.openspiel import (  # noqa: E402
     compare_with_native,
     from_openspiel,
@@ -63,6 +68,28 @@ class BoxActions(RockPaperScissors):
     def __init__(self, config: Optional[dict] = None) -> None:
         super().__init__(config)
         self.action_spaces = {a: gym.spaces.Box(-1, 1, (2,)) for a in self.possible_agents}
+
+
+class Relay(MultiAgentEnv):
+    """Another hub env's episodes, passed through: a hub env that is not an OpenSpielEnv."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self.inner = inner
+        self.possible_agents = list(inner.possible_agents)
+        self.agents = []
+        self.observation_spaces = {a: inner.get_observation_space(a) for a in self.possible_agents}
+        self.action_spaces = {a: inner.get_action_space(a) for a in self.possible_agents}
+
+    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> Any:
+        obs, infos = self.inner.reset(seed=seed, options=options)
+        self.agents = list(self.inner.agents)
+        return obs, infos
+
+    def step(self, action_dict: dict) -> Any:
+        result = self.inner.step(action_dict)
+        self.agents = list(self.inner.agents)
+        return result
 
 
 def flat(env: Any, agent: Any, obs: Any) -> np.ndarray:
@@ -225,3 +252,124 @@ def test_a_simultaneous_env_declared_sequential_fails_clearly() -> None:
     with pytest.raises(EnvContractError, match=r"2 agents act in one step, but the OpenSpiel "
                        r"game was registered as sequential"):
         game.new_initial_state().current_player()
+
+
+# -- OpenSpiel's own checkers and algorithms on hub envs of every family ------------
+
+TAXI = max(k for k in gym.envs.registry if k.startswith("Taxi-"))  # Taxi-v3, or v4 in gymnasium 1.4
+
+
+@pytest.mark.parametrize(
+    ("name", "creator"),
+    [
+        ("t_rst_ttt", "tic_tac_toe"),
+        ("t_rst_rps", "rock_paper_scissors"),
+        ("t_rst_traffic", "traffic"),
+        ("t_rst_pz_ttt", "pettingzoo/classic/tictactoe-v3"),
+        ("t_rst_pz_c4", "pettingzoo/classic/connect_four-v3"),
+        ("t_rst_pz_leduc", "pettingzoo/classic/leduc_holdem-v4"),
+        ("t_rst_pz_rps", lambda: marlhub.make("pettingzoo/classic/rps-v2", {"api": "parallel"})),
+        ("t_rst_lake", lambda: marlhub.make("gymnasium/FrozenLake-v1", {"num_agents": 2})),
+        ("t_rst_taxi", lambda: marlhub.make(f"gymnasium/{TAXI}",
+                                            {"num_agents": 2, "max_episode_steps": 25})),
+        ("t_rst_kuhn", lambda: Relay(marlhub.make("openspiel/kuhn_poker"))),
+        ("t_rst_liars", lambda: Relay(marlhub.make("openspiel/liars_dice_ir"))),
+        ("t_rst_coin", lambda: Relay(marlhub.make("openspiel/coin_game"))),
+    ],
+)
+def test_openspiels_random_sim_test_passes(name: str, creator: Any) -> None:
+    # Each step clones the state three times and compares the clones' strings and
+    # histories with the original's: clones of PettingZoo (EzPickle) envs must be live.
+    game = to_openspiel(creator, short_name=name)
+    pyspiel.random_sim_test(game, num_sims=3, serialize=False, verbose=False)
+
+
+def test_text_observations_are_strings_not_tensors() -> None:
+    game = to_openspiel(lambda: Relay(marlhub.make("openspiel/liars_dice_ir")),
+                        short_name="t_liars_text")
+    assert game.get_type().provides_observation_string
+    assert not game.get_type().provides_observation_tensor
+    state = game.new_initial_state()
+    inner = state.env.inner
+    assert state.observation_string(0) == inner.observer.native(inner.state, 0)
+    assert state.observation_string(1) == ""  # player 1 has not observed anything yet
+
+
+def test_states_of_one_history_are_one_state_as_in_openspiel() -> None:
+    options = {"depth_limit": 3, "include_terminals": True, "include_chance_states": False}
+    native = get_all_states.get_all_states(pyspiel.load_game("tic_tac_toe"), **options)
+    game = to_openspiel("pettingzoo/classic/tictactoe-v3", short_name="t_pz_ttt_states")
+    ours = get_all_states.get_all_states(game, **options)
+    assert len(ours) == len(native) == 586
+    assert set(ours) == set(native)  # the same histories ("0, 4, 8")
+    assert len({str(state) for state in ours.values()}) == len(ours)  # and strings tell them apart
+
+
+@pytest.mark.parametrize(("env_id", "name"), [
+    ("pettingzoo/classic/tictactoe-v3", "t_mcts_pz_ttt"),
+    ("pettingzoo/classic/connect_four-v3", "t_mcts_pz_c4"),
+])
+def test_openspiels_mcts_plays_pettingzoo_games(env_id: str, name: str) -> None:
+    game = to_openspiel(env_id, short_name=name)
+    rng = np.random.RandomState(0)
+    bot = mcts.MCTSBot(game, uct_c=2.0, max_simulations=20,
+                       evaluator=mcts.RandomRolloutEvaluator(1, rng), random_state=rng)
+    state = game.new_initial_state()
+    for _ in range(4):
+        action = bot.step(state)
+        assert action in state.legal_actions()
+        state.apply_action(action)
+    assert len(state.history()) == 4 and not state.is_terminal()
+
+
+def test_openspiels_mcts_finds_the_winning_move() -> None:
+    game = to_openspiel("pettingzoo/classic/tictactoe-v3", short_name="t_mcts_pz_win")
+    state = game.new_initial_state()
+    for square in (0, 3, 1, 4):  # X on 0 and 1, O on 3 and 4: X wins on 2, O threatens 5
+        state.apply_action(square)
+    rng = np.random.RandomState(0)
+    bot = mcts.MCTSBot(game, uct_c=2.0, max_simulations=100,
+                       evaluator=mcts.RandomRolloutEvaluator(1, rng), random_state=rng, solve=True)
+    assert bot.step(state) == 2
+    assert state.history() == [0, 3, 1, 4]  # the search played on clones
+
+
+def test_openspiel_games_behind_a_factory_or_an_id_come_back_for_cfr() -> None:
+    game = to_openspiel(lambda: marlhub.make("openspiel/kuhn_poker"), short_name="t_kuhn_cfr")
+    assert str(game) == "kuhn_poker()" and "t_kuhn_cfr" not in pyspiel.registered_names()
+    assert str(to_openspiel("openspiel/kuhn_poker")) == "kuhn_poker()"
+    solver = cfr.CFRSolver(game)
+    for _ in range(50):
+        solver.evaluate_and_update_policy()
+    assert exploitability.exploitability(game, solver.average_policy()) < 0.05
+
+
+def test_what_a_hub_game_cannot_do_is_refused_clearly() -> None:
+    with pytest.raises(ConfigError, match=r"has the action space Box\(-2.0, 2.0, \(1,\), "
+                       r"float32\), but OpenSpiel games have integer actions"):
+        to_openspiel(lambda: marlhub.make("gymnasium/Pendulum-v1"), short_name="t_pendulum")
+    game = to_openspiel(Nim, short_name="t_nim_cfr")
+    with pytest.raises(ConfigError, match=r"an information state \(perfect recall\) was asked "
+                       r"for, but a hub env made into an OpenSpiel game has none.*Run them on a "
+                       r"native OpenSpiel game"):
+        cfr.CFRSolver(game)
+
+
+def test_reading_observations_of_a_new_state_builds_no_other_env() -> None:
+    made: list[Nim] = []
+
+    def make() -> Nim:
+        made.append(Nim())
+        return made[-1]
+
+    game = to_openspiel(make, short_name="t_nim_lazy")
+    made.clear()
+    state = game.new_initial_state()
+    for _ in range(5):  # OpenSpiel sizes each tensor with a new state of its own
+        state.observation_tensor(0)
+        state.observation_string(0)
+    assert len(made) == 1 and state.seed == 0
+    fresh = game.new_initial_state()
+    twin = fresh.clone()  # a clone of a new state starts the same episode
+    assert fresh.seed == twin.seed == 1 and str(fresh) == str(twin)
+    assert game.new_initial_state().seed == 2
