@@ -159,6 +159,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         self.observer = Observer(self.game, observation)
         self._read = self.observer.read
         self.observation_kind = self.observer.kind
+        self._observation_option = self.observer.option  # rebuilds the same observer
         # C++ games keep their legal actions within num_distinct_actions(); Python
         # games are checked.
         if hasattr(self.game, "make_py_observer"):
@@ -477,7 +478,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Restore a pickled env: its attributes, then an observer of its game."""
         self.__dict__.update(state)
-        self._bind_game(self.observation_kind)
+        self._bind_game(self._observation_option)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> "OpenSpielEnv":
         clone = type(self).__new__(type(self))
@@ -488,7 +489,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
             elif key not in _SHARED:
                 value = copy.deepcopy(value, memo)
             clone.__dict__[key] = value
-        clone._bind_game(self.observation_kind)
+        clone._bind_game(self._observation_option)
         return clone
 
     def __repr__(self) -> str:

@@ -2,7 +2,10 @@
 
 An :class:`Observer` picks the first kind of observation the game provides, in
 the order observation tensor -> information state tensor -> observation string
--> information state string (or the kind asked for), and reads it through a
+-> information state string (or the kind asked for). With ``"auto"``, a string
+is handed out as its UTF-8 bytes in a fixed-size ``uint8`` array (zero-padded),
+which every consumer (PettingZoo's ``api_test``, TorchRL, neural networks) can
+take; ask for ``"string"`` to get the text itself. Tensors are read through a
 ``pyspiel._Observation`` whose tensor is a numpy view of the C++ buffer: one
 ``set_from`` and one copy per observation, no per-step list conversion.
 
@@ -23,6 +26,9 @@ Example:
     array([1., 0., 1., 0., 0., 1., 1.], dtype=float32)
     >>> Observer(game, "string")(state, 0)
     '011'
+    >>> coin = Observer(pyspiel.load_game("coin_game"), "auto")
+    >>> coin.kind, coin.space.dtype, coin.space.shape[0] >= 64
+    ('observation_string', dtype('uint8'), True)
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from marlhub.adapters.openspiel.games import (
 )
 from marlhub.errors import ConfigError, EnvContractError
 
-__all__ = ["OBSERVATION_KINDS", "Observer", "OpenSpielText"]
+__all__ = ["OBSERVATION_KINDS", "Observer", "OpenSpielText", "text_bytes"]
 
 #: Values of the ``observation`` option.
 OBSERVATION_KINDS = (
@@ -88,6 +94,44 @@ class OpenSpielText(gym.spaces.Text):
         return f"OpenSpielText(max_length={self.max_length})"
 
 
+def text_bytes(text: str, size: int) -> np.ndarray:
+    """Return ``text`` as ``size`` UTF-8 bytes: zero-padded, cut at ``size`` if longer.
+
+    Example:
+        >>> text_bytes("ab", 4)
+        array([97, 98,  0,  0], dtype=uint8)
+    """
+    data = np.frombuffer(text.encode("utf-8")[:size], np.uint8)
+    out = np.zeros(size, np.uint8)
+    out[: data.size] = data
+    return out
+
+
+def _longest_text(game: Any, read: Callable[[Any, int], Any], episodes: int = 3,
+                  max_moves: int = 300) -> int:
+    """The longest string (in bytes) ``read`` gives over a few random plays of ``game``."""
+    rng = np.random.default_rng(0)
+    longest = 0
+    for _ in range(episodes):
+        state = game.new_initial_state()
+        for _ in range(max_moves):
+            if not state.is_chance_node():
+                for player in range(game.num_players()):
+                    longest = max(longest, len(str(read(state, player)).encode("utf-8")))
+            if state.is_terminal():
+                break
+            if state.is_chance_node():
+                outcomes, probs = zip(*state.chance_outcomes())
+                state.apply_action(int(rng.choice(outcomes, p=np.asarray(probs) / sum(probs))))
+            elif state.is_simultaneous_node():
+                state.apply_actions([int(rng.choice(state.legal_actions(p)))
+                                     if state.legal_actions(p) else 0
+                                     for p in range(game.num_players())])
+            else:
+                state.apply_action(int(rng.choice(state.legal_actions())))
+    return longest
+
+
 class Observer:
     """Reads one kind of observation of any player from a state, as a fresh array or a string.
 
@@ -98,12 +142,18 @@ class Observer:
 
     Attributes:
         kind: the concrete kind in use.
-        space: its gymnasium space: a flat float32 ``Box`` or an :class:`OpenSpielText`.
+        space: its gymnasium space: a flat float32 ``Box``, a ``uint8`` ``Box`` of
+            UTF-8 bytes (a string kind under ``"auto"``), or an :class:`OpenSpielText`.
         is_tensor: whether observations are arrays.
+        text_size: the byte length of encoded strings (0 when strings are text).
+        option: the ``kind`` that builds this same observer again.
 
     Raises:
         ConfigError: an unknown kind, or one the game does not provide.
     """
+
+    space: gym.Space
+    read: Callable[[Any, int], Any]
 
     def __init__(self, game: Any, kind: str = "auto") -> None:
         if kind not in OBSERVATION_KINDS:
@@ -112,25 +162,46 @@ class Observer:
                 f"observation={kind!r} is not a kind of OpenSpiel observation",
                 fix=f"Use one of {', '.join(repr(k) for k in OBSERVATION_KINDS)}.",
             )
-        problems: list[str] = []
-        candidates = _CANDIDATES.get(kind, (kind,))
-        for candidate in candidates:
-            reason = self._try(game, candidate, trust_flags=True)
-            if reason is None:
-                return
-            problems.append(f"{candidate}: {reason}")
-        if hasattr(game, "make_py_observer"):
-            # Python games often leave the provides_* flags False but observe anyway.
-            for candidate in candidates:
-                if self._try(game, candidate, trust_flags=False) is None:
-                    return
+        self.text_size = 0
+        if self._pick(game, kind):
+            self.option = self.kind
+            if kind == "auto" and not self.is_tensor:
+                self._encode_text(game)
+                self.option = "auto"
+            return
         raise ConfigError(
             game_string(game),
-            f"observation={kind!r} is not available ({'; '.join(problems)})",
+            f"observation={kind!r} is not available ({'; '.join(self._problems)})",
             fix="Pick a kind the game provides: observation='auto' takes the first of "
             "observation_tensor, information_state_tensor, observation_string, "
             "information_state_string that works.",
         )
+
+    def _pick(self, game: Any, kind: str) -> bool:
+        """Set up the first available candidate of ``kind``; False (and ``_problems``) if none."""
+        self._problems: list[str] = []
+        candidates = _CANDIDATES.get(kind, (kind,))
+        for candidate in candidates:
+            reason = self._try(game, candidate, trust_flags=True)
+            if reason is None:
+                return True
+            self._problems.append(f"{candidate}: {reason}")
+        if hasattr(game, "make_py_observer"):
+            # Python games often leave the provides_* flags False but observe anyway.
+            return any(self._try(game, c, trust_flags=False) is None for c in candidates)
+        return False
+
+    def _encode_text(self, game: Any) -> None:
+        """Hand strings out as UTF-8 bytes, sized with room to spare over a few random plays."""
+        read_text = self.read
+        longest = _longest_text(game, read_text)
+        size = self.text_size = max(64, 1 << int(2 * longest).bit_length())
+        self.space = gym.spaces.Box(0, 255, (size,), np.uint8)
+
+        def read_bytes(state: Any, player: int) -> np.ndarray:
+            return text_bytes(str(read_text(state, player)), size)
+
+        self.read = read_bytes
 
     def _try(self, game: Any, kind: str, *, trust_flags: bool) -> str | None:
         """Set up ``kind``; return None on success, else why it is not available."""
@@ -146,8 +217,8 @@ class Observer:
         if not self.is_tensor:
             # Strings come straight from the State: some games (crossword) cannot
             # build an observer at all because they lack a tensor shape.
-            self.read: Callable[[Any, int], Any] = getattr(pyspiel.State, kind)
-            self.space: gym.Space = OpenSpielText()
+            self.read = getattr(pyspiel.State, kind)
+            self.space = OpenSpielText()
             return None
         try:
             with native_stderr_captured():
@@ -239,5 +310,7 @@ class Observer:
         if self.kind == "information_state_tensor":
             return np.asarray(state.information_state_tensor(player), np.float32)
         if self.kind == "observation_string":
-            return state.observation_string(player)
-        return state.information_state_string(player)
+            text = state.observation_string(player)
+        else:
+            text = state.information_state_string(player)
+        return text_bytes(text, self.text_size) if self.text_size else text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from marlhub.adapters import to_hub  # noqa: E402
 from marlhub.adapters.openspiel import (  # noqa: E402
     OpenSpielEnv,
     OpenSpielText,
+    compare_with_native,
     from_openspiel,
     is_openspiel_object,
 )
@@ -443,3 +445,40 @@ def test_is_openspiel_object_and_to_hub() -> None:
     assert not is_openspiel_object(from_openspiel(game))
     env = to_hub(game)
     assert isinstance(env, OpenSpielEnv) and env.possible_agents == ["player_0", "player_1"]
+
+
+# -- games that observe only in text: UTF-8 bytes by default, the text on request ------
+
+
+@pytest.mark.parametrize("name", ["coin_game", "liars_dice_ir", "phantom_ttt_ir",
+                                  "python_iterated_prisoners_dilemma"])
+def test_text_only_games_observe_utf8_bytes_that_decode_to_the_text(name: str) -> None:
+    env = from_openspiel(name)
+    space = env.get_observation_space("player_0")["observation"]
+    assert space.dtype == np.uint8 and space.shape[0] >= 64
+    obs, _ = env.reset(seed=0)
+    for agent, value in obs.items():
+        text = env.observer.native(env.state, env.player(agent))
+        assert space.contains(value["observation"]) and (value["observation"] == text).all()
+        kind = env.observation_kind
+        raw = getattr(env.state, kind)(env.player(agent)).encode("utf-8")
+        assert bytes(value["observation"][: len(raw)]) == raw[: space.shape[0]]
+    assert compare_with_native(name, episodes=2) == []
+
+
+def test_the_text_itself_on_request() -> None:
+    env = from_openspiel("coin_game", observation="string")
+    obs, _ = env.reset(seed=0)
+    assert all(isinstance(v["observation"], str) for v in obs.values())
+
+
+def test_text_games_pass_pettingzoos_api_test_through_the_hub() -> None:
+    pytest.importorskip("pettingzoo")
+    from pettingzoo.test import api_test
+
+    from marlhub.adapters.pettingzoo import to_pettingzoo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PettingZoo's advice on Dict observation spaces
+        api_test(to_pettingzoo(from_openspiel("coin_game")), num_cycles=20,
+                 verbose_progress=False)

@@ -273,8 +273,11 @@ TAXI = max(k for k in gym.envs.registry if k.startswith("Taxi-"))  # Taxi-v3, or
         ("t_rst_taxi", lambda: marlhub.make(f"gymnasium/{TAXI}",
                                             {"num_agents": 2, "max_episode_steps": 25})),
         ("t_rst_kuhn", lambda: Relay(marlhub.make("openspiel/kuhn_poker"))),
-        ("t_rst_liars", lambda: Relay(marlhub.make("openspiel/liars_dice_ir"))),
-        ("t_rst_coin", lambda: Relay(marlhub.make("openspiel/coin_game"))),
+        ("t_rst_liars", lambda: Relay(marlhub.make("openspiel/liars_dice_ir",
+                                                   {"observation": "string"}))),
+        ("t_rst_coin", lambda: Relay(marlhub.make("openspiel/coin_game",
+                                                  {"observation": "string"}))),
+        ("t_rst_coin_bytes", lambda: Relay(marlhub.make("openspiel/coin_game"))),
     ],
 )
 def test_openspiels_random_sim_test_passes(name: str, creator: Any) -> None:
@@ -285,7 +288,8 @@ def test_openspiels_random_sim_test_passes(name: str, creator: Any) -> None:
 
 
 def test_text_observations_are_strings_not_tensors() -> None:
-    game = to_openspiel(lambda: Relay(marlhub.make("openspiel/liars_dice_ir")),
+    game = to_openspiel(lambda: Relay(marlhub.make("openspiel/liars_dice_ir",
+                                                   {"observation": "string"})),
                         short_name="t_liars_text")
     assert game.get_type().provides_observation_string
     assert not game.get_type().provides_observation_tensor
