@@ -1,7 +1,8 @@
 """The hub in one call: any supported env to any supported API.
 
 :func:`convert` detects what it was given (a hub env, an RLlib ``MultiAgentEnv``,
-a PettingZoo AEC or parallel env, an OpenSpiel game or state, a Gymnasium env),
+a PettingZoo AEC or parallel env, an OpenSpiel game or state, a Gymnasium env, a
+TorchRL env that :func:`~marlhub.adapters.torchrl.to_torchrl` made),
 brings it to the hub, and hands it out in the requested API. Converting to the
 API an env came from unwraps instead of stacking adapters:
 ``convert(pz_env, to="pettingzoo.aec") is pz_env``. The targets are those of
@@ -15,7 +16,7 @@ Example:
     >>> marlhub.convert(env, to="dm_env")
     Traceback (most recent call last):
     ...
-    marlhub.errors.ConversionError: Cannot convert to 'dm_env': the supported targets are 'marlhub', 'pettingzoo.aec', 'pettingzoo.parallel', 'openspiel', 'rllib', 'gymnasium'; pass one of them as `to`.
+    marlhub.errors.ConversionError: Cannot convert to 'dm_env': the supported targets are 'marlhub', 'pettingzoo.aec', 'pettingzoo.parallel', 'openspiel', 'rllib', 'gymnasium', 'torchrl'; pass one of them as `to`.
 """
 
 from __future__ import annotations

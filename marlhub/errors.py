@@ -238,13 +238,15 @@ class MissingDependencyError(MarlhubError, ImportError):
 class ProtocolError(MarlhubError, TypeError):
     """An object that does not follow the MultiAgentEnv protocol where one is needed."""
 
-    def __init__(self, obj: Any, missing: Sequence[str], expected: str = "a MultiAgentEnv") -> None:
+    def __init__(self, obj: Any, missing: Sequence[str], expected: str = "a MultiAgentEnv",
+                 *, fix: str = "") -> None:
         self.obj = obj
         self.missing = list(missing)
+        fix = fix or ("Subclass marlhub.MultiAgentEnv, or convert it first with "
+                      "marlhub.convert(obj, to='marlhub').")
         super().__init__(
             f"Expected {expected}, got {type(obj).__module__}.{type(obj).__qualname__} "
-            f"which lacks {_quote_list(self.missing)}. Subclass marlhub.MultiAgentEnv, or "
-            "convert it first with marlhub.convert(obj, to='marlhub')."
+            f"which lacks {_quote_list(self.missing)}. {fix}"
         )
 
 

@@ -9,9 +9,9 @@ reading the table imports no backend. A new foreign API is one folder under
 
 Example:
     >>> [api.name for api in APIS]
-    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium']
+    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl']
     >>> sorted(TARGETS)
-    ['gymnasium', 'marlhub', 'openspiel', 'pettingzoo.aec', 'pettingzoo.parallel', 'rllib']
+    ['gymnasium', 'marlhub', 'openspiel', 'pettingzoo.aec', 'pettingzoo.parallel', 'rllib', 'torchrl']
     >>> from marlhub.envs import RockPaperScissors
     >>> env = RockPaperScissors()
     >>> to_hub(env) is env
@@ -159,6 +159,18 @@ APIS: tuple[Api, ...] = (
         extra="gymnasium",
         backend="gymnasium",
     ),
+    Api(
+        name="torchrl",
+        # Only marlhub's own TorchRL views go back to the hub; other TorchRL envs are
+        # refused with a clear ProtocolError (not supported yet).
+        describes="a TorchRL env made by to_torchrl",
+        detect="is_torchrl_env",
+        into_hub="from_torchrl",
+        targets={"torchrl": "to_torchrl"},
+        family=None,
+        extra="torchrl",
+        backend="torchrl",
+    ),
 )
 
 #: Target name -> conversion; ``"marlhub"`` (the hub itself) maps to None.
@@ -217,9 +229,11 @@ def convert(env: Any, to: str = "marlhub", **options: Any) -> Any:
     Args:
         env: an env of any supported API (see the module docstring).
         to: ``"marlhub"``, ``"pettingzoo.aec"``, ``"pettingzoo.parallel"``,
-            ``"openspiel"``, ``"gymnasium"`` or ``"rllib"`` (Ray needed).
+            ``"openspiel"``, ``"gymnasium"``, ``"rllib"`` (Ray needed) or
+            ``"torchrl"`` (TorchRL needed).
         options: passed to the target's converter (``to_gymnasium(agent_id=...)``,
-            ``to_openspiel(short_name=...)``, ``to_pettingzoo(turn_based=...)``).
+            ``to_openspiel(short_name=...)``, ``to_pettingzoo(turn_based=...)``,
+            ``to_torchrl(group_map=...)``).
 
     Raises:
         ConversionError: ``to`` names no supported API (a ``ValueError``).
