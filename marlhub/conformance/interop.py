@@ -5,7 +5,7 @@ runs that library's own checker: PettingZoo's ``api_test`` and ``seed_test``
 (AEC) or ``parallel_api_test``; ``pyspiel.random_sim_test``; Gymnasium's
 ``check_env`` on each agent's view (and the joint view of a simultaneous env);
 RLlib's ``check_multiagent_environments``; TorchRL's ``check_env_specs`` on
-its ``PettingZooWrapper``. Each also takes a round trip hub -> target -> hub
+:func:`~marlhub.adapters.torchrl.to_torchrl`. Each also takes a round trip hub -> target -> hub
 and requires every agent's return and action count to be unchanged
 (:mod:`~marlhub.conformance.roundtrip`).
 
@@ -176,18 +176,10 @@ def _rllib(make_env: Callable[[], Any], profile: EnvProfile, seed: int) -> None:
 
 
 def _torchrl(make_env: Callable[[], Any], profile: EnvProfile, seed: int) -> None:
-    from marlhub.adapters.pettingzoo import to_pettingzoo
+    from marlhub.adapters.torchrl import to_torchrl
 
-    libs = import_backend("torchrl.envs.libs.pettingzoo", package="torchrl", extra="torchrl",
-                          feature="--targets torchrl")
-    utils = import_backend("torchrl.envs.utils", package="torchrl", extra="torchrl",
-                           feature="--targets torchrl")
-    if profile.simultaneous:
-        env = libs.PettingZooWrapper(to_pettingzoo(make_env(), api="parallel"), seed=seed)
-    else:
-        env = libs.PettingZooWrapper(to_pettingzoo(make_env(), api="aec"), use_mask=True,
-                                     seed=seed)
-    utils.check_env_specs(env, seed=seed)
+    utils = _backend("torchrl", "torchrl.envs.utils")
+    utils.check_env_specs(to_torchrl(make_env()), seed=seed)
 
 
 _CHECKERS: dict[str, Callable[[Callable[[], Any], EnvProfile, int], None]] = {

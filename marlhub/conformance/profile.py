@@ -89,4 +89,6 @@ class EnvProfile:
                     "pads idle agents)")
         if target == "openspiel" and not self.discrete:
             return "non-Discrete action spaces: OpenSpiel games have integer actions"
+        if target == "torchrl" and not self.tensor_obs:
+            return "observations that are not tensors (text, graphs): TorchRL specs hold tensors"
         return None
