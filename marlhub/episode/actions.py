@@ -271,7 +271,8 @@ class ActionChecker:
 
     Example:
         >>> checker = ActionChecker({"a": gym.spaces.Discrete(2)}.__getitem__)
-        >>> checker.check("a", 1, [1, 1])
+        >>> checker.check("a", 1, [1, 1]), checker.check("a", np.array(1), [1, 1])
+        (1, 1)
         >>> checker.check("a", 1, [1, 0])
         Traceback (most recent call last):
         ...
@@ -286,10 +287,15 @@ class ActionChecker:
         """Drop the quick checks (after the agents' spaces changed)."""
         self._fast = {}
 
-    def check(self, agent: AgentID, action: Any, mask: Any = None) -> None:
-        """Raise :class:`ActionError` unless ``action`` is legal for ``agent`` (see :func:`check_action`)."""
+    def check(self, agent: AgentID, action: Any, mask: Any = None) -> Any:
+        """Return ``action`` to pass on if legal for ``agent``, else raise (see :func:`check_action`).
+
+        A plain integer or an array of the space's exact type comes back as it is;
+        other accepted forms (a 0-d array for a Discrete space) as :func:`check_action` makes them.
+        """
         fast = self._fast.get(agent)
         if fast is None and agent not in self._fast:
             fast = self._fast[agent] = fast_check(self._space_of(agent))
-        if fast is None or not fast(action, mask):
-            check_action(agent, self._space_of(agent), action, mask)
+        if fast is not None and fast(action, mask):
+            return action
+        return check_action(agent, self._space_of(agent), action, mask)

@@ -39,13 +39,11 @@ from typing import Any, Optional
 import gymnasium as gym
 import numpy as np
 
-from marlhub.adapters.apis import to_hub
 from marlhub.core import (
     ALL,
     COMMON,
     AgentID,
     MultiAgentDict,
-    MultiAgentEnv,
     ResetResult,
     StepResult,
 )
@@ -59,6 +57,7 @@ from marlhub.episode.status import (
 )
 from marlhub.errors import ConfigError
 from marlhub.spaces import ActionSampler, find_action_mask, masks_are_binding
+from marlhub.wrappers.base import HubWrapper
 
 __all__ = ["ILLEGAL_ACTION_POLICIES", "ILLEGAL_ACTION_KEY", "IllegalActionWrapper"]
 
@@ -69,7 +68,7 @@ ILLEGAL_ACTION_KEY = "illegal_action"
 _DEFAULT_PENALTY = {"raise": 0.0, "terminate": -1.0, "substitute": 0.0}
 
 
-class IllegalActionWrapper(MultiAgentEnv):
+class IllegalActionWrapper(HubWrapper):
     """A hub env whose masked-out actions follow ``policy`` instead of raising.
 
     Args:
@@ -91,7 +90,7 @@ class IllegalActionWrapper(MultiAgentEnv):
                  penalty: Optional[float] = None) -> None:
         self._cannot_step: Optional[str] = NOT_RESET  # read by the agents property
         self._actors: list[AgentID] = []
-        super().__init__()
+        super().__init__(env)
         if policy not in ILLEGAL_ACTION_POLICIES:
             raise ConfigError(type(self).__name__, f"policy={policy!r} is not a known policy",
                               fix=f"Use one of {', '.join(map(repr, ILLEGAL_ACTION_POLICIES))}.")
@@ -99,37 +98,21 @@ class IllegalActionWrapper(MultiAgentEnv):
                 penalty, (int, float, np.integer, np.floating))):
             raise ConfigError(type(self).__name__, f"penalty={penalty!r} is not a number",
                               fix="Pass a float such as -1.0, or None for the default.")
-        self.env = to_hub(env)
         self.policy = policy
         self.penalty = float(_DEFAULT_PENALTY[policy] if penalty is None else penalty)
-        self.possible_agents = list(self.env.possible_agents)
-        self.metadata = dict(getattr(self.env, "metadata", None) or {})
-        self.render_mode = getattr(self.env, "render_mode", None)
         self.illegal_actions = 0
         self._sampler = ActionSampler()
         self._last_obs: MultiAgentDict = {}
         self._masks: dict[AgentID, Optional[np.ndarray]] = {}
 
-    # -- spaces and agents: the wrapped env's -------------------------------------------
-
-    def get_observation_space(self, agent_id: AgentID) -> gym.Space:
-        """The wrapped env's observation space of ``agent_id``."""
-        return self.env.get_observation_space(agent_id)
-
-    def get_action_space(self, agent_id: AgentID) -> gym.Space:
-        """The wrapped env's action space of ``agent_id``."""
-        return self.env.get_action_space(agent_id)
-
     @property
     def agents(self) -> list[AgentID]:
         """The wrapped env's live agents (none once this wrapper ended the episode)."""
-        if self._cannot_step is not None:
-            return []
-        return list(getattr(self.env, "agents", self._actors))
+        return [] if self._cannot_step is not None else super().agents
 
     @agents.setter
     def agents(self, value: list[AgentID]) -> None:
-        pass  # set by MultiAgentEnv.__init__; the wrapped env is the truth
+        pass  # the wrapped env is the truth
 
     @property
     def actors(self) -> list[AgentID]:
@@ -229,14 +212,6 @@ class IllegalActionWrapper(MultiAgentEnv):
                 obs[agent], info if isinstance(info, Mapping) else None) if binding else None
         if terminateds and episode_over(terminateds, truncateds):
             self._cannot_step = EPISODE_OVER
-
-    def render(self) -> Any:
-        """Render the wrapped env."""
-        return self.env.render()
-
-    def close(self) -> None:
-        """Close the wrapped env."""
-        self.env.close()
 
     def __repr__(self) -> str:
         return f"<IllegalActionWrapper {self.policy!r} of {self.env!r}>"

@@ -30,11 +30,11 @@ from marlhub.core import (
     COMMON,
     AgentID,
     MultiAgentDict,
-    MultiAgentEnv,
     ResetResult,
     StepResult,
 )
 from marlhub.errors import AgentIdError
+from marlhub.wrappers.base import HubWrapper
 
 __all__ = ["RenameAgents", "string_ids"]
 
@@ -60,7 +60,7 @@ def string_ids(agents: Sequence[AgentID]) -> dict[AgentID, str]:
     return names
 
 
-class RenameAgents(MultiAgentEnv):
+class RenameAgents(HubWrapper):
     """A hub env whose agent ids are ``names[old_id]``.
 
     Args:
@@ -76,9 +76,8 @@ class RenameAgents(MultiAgentEnv):
     """
 
     def __init__(self, env: Any, names: Mapping[AgentID, AgentID]) -> None:
-        self.env = env
         self._new: dict[AgentID, AgentID] = {}  # read by the agents property
-        super().__init__()
+        super().__init__(env)
         old = list(env.possible_agents)
         missing = [a for a in old if a not in names]
         new = [names[a] for a in old if a in names]
@@ -92,17 +91,15 @@ class RenameAgents(MultiAgentEnv):
         self._new = dict(names)
         self._old = {v: k for k, v in self._new.items()}
         self.possible_agents = new
-        self.metadata = dict(getattr(env, "metadata", None) or {})
-        self.render_mode = getattr(env, "render_mode", None)
 
-    @property  # the wrapped env's live agents, renamed
+    @property
     def agents(self) -> list[AgentID]:
         """The wrapped env's live agents, under their new ids."""
-        return [self._new.get(a, a) for a in getattr(self.env, "agents", [])]
+        return [self._new.get(a, a) for a in super().agents]
 
     @agents.setter
     def agents(self, value: list[AgentID]) -> None:
-        pass  # set by MultiAgentEnv.__init__; the wrapped env is the truth
+        pass  # the wrapped env is the truth
 
     def get_observation_space(self, agent_id: AgentID) -> gym.Space:
         """The wrapped env's observation space of the agent now called ``agent_id``."""
@@ -141,14 +138,6 @@ class RenameAgents(MultiAgentEnv):
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
         return (self._renamed(obs), self._renamed(rewards), self._renamed(terminateds),
                 self._renamed(truncateds), self._renamed(infos or {}))
-
-    def render(self) -> Any:
-        """Render the wrapped env."""
-        return self.env.render()
-
-    def close(self) -> None:
-        """Close the wrapped env."""
-        self.env.close()
 
     def __repr__(self) -> str:
         return f"<RenameAgents {self._new!r} of {self.env!r}>"

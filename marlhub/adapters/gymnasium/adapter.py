@@ -158,7 +158,7 @@ class GymnasiumMultiEnv(MultiAgentEnv):
                 outside the agent's action space (nothing is stepped then).
         """
         require_running(type(self).__name__, self._cannot_step)
-        self._check_actions(action_dict)
+        action_dict = self._check_actions(action_dict)
         obs: MultiAgentDict = {}
         rewards: MultiAgentDict = {}
         terminateds: MultiAgentDict = {}
@@ -184,8 +184,8 @@ class GymnasiumMultiEnv(MultiAgentEnv):
             self._cannot_step = EPISODE_OVER
         return obs, rewards, terminateds, truncateds, infos
 
-    def _check_actions(self, action_dict: Any) -> None:
-        check_action_dict(type(self).__name__, action_dict, actors=self.agents,
+    def _check_actions(self, action_dict: Any) -> MultiAgentDict:
+        return check_action_dict(type(self).__name__, action_dict, actors=self.agents,
                           possible_agents=self.possible_agents,
                           space_of=self.action_spaces.__getitem__,
                           why_not_actor=self._why_not_live)

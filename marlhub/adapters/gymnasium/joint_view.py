@@ -125,9 +125,8 @@ class JointView(DrivenView, gym.Env):
         live_only = {a: v for a, v in action.items() if a not in self._hub.done}
         # Keyed by agent id (any hashable); gymnasium annotates Dict's keys as str.
         spaces: Mapping[Any, gym.Space] = self.action_space.spaces
-        check_action_dict("JointView", live_only, actors=live, possible_agents=self._keys,
-                          space_of=spaces.__getitem__)
-        return {a: action[a] for a in live}
+        return check_action_dict("JointView", live_only, actors=live, possible_agents=self._keys,
+                                 space_of=spaces.__getitem__)
 
     def _require_all_acting(self, actors: list[AgentID], expected: list[AgentID]) -> None:
         if set(actors) == set(expected):

@@ -142,7 +142,7 @@ class AgentView(DrivenView, gym.Env):
         require_running(type(self).__name__, self._cannot_step)
         # Space only: a masked-out action is the illegal-action policy's or the hub
         # env's call (Gymnasium's Taxi, say, publishes a mask but accepts every action).
-        check_action(self.agent_id, self.action_space, action)
+        action = check_action(self.agent_id, self.action_space, action)
         if not (self._terminated or self._truncated):  # else: no turn in this episode
             actions = {a: self._other_action(a) for a in self._hub.actors if a != self.agent_id}
             actions[self.agent_id] = action

@@ -252,8 +252,7 @@ class PettingZooEnv(_PettingZooBase):
         if type(action_dict) is not dict or len(action_dict) != 1 or actor not in action_dict:
             check_keys(self._name, action_dict, actors=[actor], possible_agents=self.possible_agents)
         action = action_dict[actor]
-        self._checker.check(actor, action, raw_action_mask(self._actor_obs, self._actor_info))
-        return action
+        return self._checker.check(actor, action, raw_action_mask(self._actor_obs, self._actor_info))
 
     def step(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, action_dict: MultiAgentDict

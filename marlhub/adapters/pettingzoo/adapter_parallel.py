@@ -122,9 +122,11 @@ class ParallelPettingZooEnv(_PettingZooBase):
         ):
             check_keys(self._name, action_dict, actors=actors, possible_agents=self.possible_agents)
         obs_of, infos_of = self._actor_obs, self._actor_infos
-        for agent in actors:
-            self._checker.check(agent, action_dict[agent],
-                                raw_action_mask(obs_of.get(agent), infos_of.get(agent)))
+        # The actions as the native env takes them (a 0-d array becomes an int).
+        action_dict = {agent: self._checker.check(agent, action_dict[agent],
+                                                  raw_action_mask(obs_of.get(agent),
+                                                                  infos_of.get(agent)))
+                       for agent in actors}
 
         n_obs, n_rewards, n_terms, n_truncs, n_infos = self.par_env.step(action_dict)
         finished = self._finished

@@ -165,12 +165,12 @@ class RLlibEnv(MultiAgentEnv):
             raise ResetNeededError(self._name, NOT_RESET)
         if self._over:
             raise ResetNeededError(self._name, EPISODE_OVER)
-        check_action_dict(
+        actions = check_action_dict(
             self._name, action_dict, actors=self._actors, possible_agents=self.possible_agents,
             space_of=self._action_spaces.__getitem__, mask_of=self._masks.get,
         )
         before = list(self.agents)
-        result = self.env.step(dict(action_dict))
+        result = self.env.step(actions)  # as the env takes them (a 0-d array becomes an int)
         if not (isinstance(result, tuple) and len(result) == 5
                 and all(isinstance(x, Mapping) for x in result)):
             raise EnvContractError(

@@ -1,0 +1,75 @@
+"""What every hub -> hub wrapper forwards to the env it wraps, written once.
+
+:class:`HubWrapper` holds the wrapped hub env (any env :func:`~marlhub.adapters.to_hub`
+accepts) and passes ``render``, ``close``, ``metadata``, ``render_mode`` and,
+unless a subclass says otherwise, the per-agent spaces and ``agents`` straight
+through, as PettingZoo's ``BaseWrapper`` does, so each wrapper holds only what it
+changes.
+
+Example:
+    >>> from marlhub.envs import RockPaperScissors
+    >>> wrapped = HubWrapper(RockPaperScissors())
+    >>> wrapped.possible_agents, wrapped.get_action_space("player1")
+    (['player1', 'player2'], Discrete(3))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from marlhub.adapters.apis import to_hub
+from marlhub.core import AgentID, MultiAgentEnv
+
+__all__ = ["HubWrapper"]
+
+
+class HubWrapper(MultiAgentEnv):
+    """A hub env around another; forwards everything it does not change.
+
+    Args:
+        env: the env to wrap (a hub env, or anything :func:`~marlhub.adapters.to_hub` takes).
+
+    Attributes:
+        env: the wrapped hub env.
+    """
+
+    env: Any
+
+    def __init__(self, env: Any) -> None:
+        self.__dict__["env"] = to_hub(env)  # before MultiAgentEnv.__init__ reads agents
+        super().__init__()
+        self.possible_agents = list(self.env.possible_agents)
+        self.metadata = dict(getattr(self.env, "metadata", None) or {})
+        self.render_mode = getattr(self.env, "render_mode", None)
+
+    @property
+    def agents(self) -> list[AgentID]:
+        """The wrapped env's live agents."""
+        return list(getattr(self.env, "agents", []))
+
+    @agents.setter
+    def agents(self, value: list[AgentID]) -> None:
+        pass  # set by MultiAgentEnv.__init__; the wrapped env is the truth
+
+    def get_observation_space(self, agent_id: AgentID) -> gym.Space:
+        """The wrapped env's observation space of ``agent_id``."""
+        return self.env.get_observation_space(agent_id)
+
+    def get_action_space(self, agent_id: AgentID) -> gym.Space:
+        """The wrapped env's action space of ``agent_id``."""
+        return self.env.get_action_space(agent_id)
+
+    def render(self) -> Any:
+        """Render the wrapped env."""
+        return self.env.render()
+
+    def close(self) -> None:
+        """Close the wrapped env."""
+        close = getattr(self.env, "close", None)
+        if callable(close):
+            close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {self.env!r}>"
