@@ -22,10 +22,11 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Mapping
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, overload
 
 from marlhub.adapters.apis import BUILTIN_FAMILIES
 from marlhub.context import set_id_resolver
+from marlhub.core import MultiAgentEnv
 from marlhub.envs import BUILTIN_ENVS
 from marlhub.registry.entry_points import ENTRY_POINT_GROUP
 from marlhub.registry.registry import Registry
@@ -105,6 +106,12 @@ def register_env(
     )
 
 
+@overload
+def make(env_id: str, config: Optional[Mapping[str, Any]] = None, *,
+         to: None = None) -> MultiAgentEnv: ...
+@overload
+def make(env_id: str, config: Optional[Mapping[str, Any]] = None, *,
+         to: str, **convert_options: Any) -> Any: ...
 def make(
     env_id: str,
     config: Optional[Mapping[str, Any]] = None,
@@ -112,10 +119,29 @@ def make(
     to: Optional[str] = None,
     **convert_options: Any,
 ) -> Any:
-    """Build ``env_id`` from the default registry (see :meth:`Registry.make`).
+    """Build ``env_id`` from the default registry, as a hub env or in the API ``to`` names.
 
-    With ``to``, the env comes in that API: ``make("openspiel/leduc_poker",
-    to="pettingzoo.aec")`` is a PettingZoo AEC env.
+    Args:
+        env_id: a registered name (``"traffic"``), a family id
+            (``"openspiel/kuhn_poker(players=3)"``, ``"pettingzoo/classic/tictactoe-v3"``,
+            ``"gymnasium/CartPole-v1"``) or an entry point's name; ``marlhub list`` shows them.
+        config: the env's config (its keys are checked; unknown ones are listed).
+        to: None for a hub env (a :class:`~marlhub.core.MultiAgentEnv`), or one of
+            ``"marlhub"``, ``"pettingzoo.aec"``, ``"pettingzoo.parallel"``,
+            ``"openspiel"``, ``"rllib"``, ``"gymnasium"``, ``"torchrl"``
+            (:data:`marlhub.adapters.apis.TARGETS`).
+        convert_options: options of the converter ``to`` names, e.g.
+            ``turn_based="pad"`` (pettingzoo.parallel), ``short_name=`` (openspiel),
+            ``agent_id=``, ``joint=True``, ``illegal_action=`` (gymnasium),
+            ``check=``, ``illegal_action=``, ``mask_observation=`` (rllib),
+            ``group_map=``, ``categorical_actions=`` (torchrl).
+
+    Raises:
+        UnknownEnvError: no id of that name (with close matches).
+        ConfigError: the env rejects the config.
+        ConversionError: ``to`` names no supported API.
+        NotParallelizableError: ``to="pettingzoo.parallel"`` of a turn-based env.
+        MissingDependencyError: the family's or the target's backend is not installed.
 
     Example:
         >>> env = make("traffic", {"num_cars": 2})
