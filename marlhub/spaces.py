@@ -1,7 +1,10 @@
 """Space helpers shared by the adapters and the conformance suite.
 
 * :func:`find_action_mask` finds an agent's action mask wherever envs keep it:
-  inside a Dict observation under ``"action_mask"`` or in the agent's infos.
+  inside a Dict observation under ``"action_mask"`` or in the agent's infos;
+  Gymnasium's tuple of per-dimension masks for ``MultiDiscrete`` comes back flat.
+* :func:`why_bad_action_mask` says why a mask cannot be read against an action
+  space (a list, a wrong dtype or length, values other than 0 and 1).
 * :func:`why_not_in_space` says *why* a value is outside a space (dtype, shape,
   bounds, unknown key), where ``space.contains`` only says that it is.
 * :func:`why_illegal` adds the mask to that.
@@ -35,6 +38,7 @@ __all__ = [
     "find_action_mask",
     "masks_are_binding",
     "raw_action_mask",
+    "why_bad_action_mask",
     "why_illegal",
     "zero_like",
     "why_not_in_space",
@@ -86,18 +90,108 @@ def raw_action_mask(observation: Any, info: Optional[Mapping[str, Any]] = None) 
 def find_action_mask(observation: Any, info: Optional[Mapping[str, Any]] = None) -> Optional[np.ndarray]:
     """Return the agent's action mask from its observation or info, or None if it has none.
 
+    A tuple (or list) of per-dimension masks, the form Gymnasium's
+    ``MultiDiscrete.sample(mask=...)`` takes, comes back concatenated: one
+    entry per value of each dimension, RLlib's flat layout for MultiDiscrete.
+
     Example:
         >>> find_action_mask({"observation": 0, "action_mask": [1, 0]})
         array([1, 0], dtype=int8)
         >>> find_action_mask(0, {"action_mask": np.array([True, False])})
         array([1, 0], dtype=int8)
+        >>> find_action_mask(0, {"action_mask": (np.array([1, 0, 1]), np.array([0, 1]))})
+        array([1, 0, 1, 0, 1], dtype=int8)
         >>> find_action_mask(0) is None
         True
     """
     mask = raw_action_mask(observation, info)
     if mask is None:
         return None
+    return _flat_mask(mask)
+
+
+def _is_nested(mask: Any) -> bool:
+    """Tell a tuple of per-dimension masks from a flat sequence of 0/1 values."""
+    return isinstance(mask, (tuple, list)) and any(
+        isinstance(part, (np.ndarray, tuple, list)) for part in mask)
+
+
+def _flat_mask(mask: Any) -> np.ndarray:
+    if _is_nested(mask):
+        parts = [_flat_mask(part).ravel() for part in mask]
+        return np.concatenate(parts).astype(np.int8, copy=False) if parts else np.zeros(0, np.int8)
     return np.asarray(mask).astype(np.int8, copy=False)
+
+
+def _split_multi_discrete_mask(space: gym.Space, mask: np.ndarray) -> Optional[tuple[np.ndarray, ...]]:
+    """Return a flat mask of a 1-D ``MultiDiscrete`` as the tuple Gymnasium samples with, or None.
+
+    None when the space is not a 1-D MultiDiscrete or the mask has not one
+    entry per value of each dimension.
+
+    Example:
+        >>> _split_multi_discrete_mask(gym.spaces.MultiDiscrete([2, 3]), np.array([1, 0, 0, 1, 1]))
+        (array([1, 0], dtype=int8), array([0, 1, 1], dtype=int8))
+    """
+    if not isinstance(space, gym.spaces.MultiDiscrete) or space.nvec.ndim != 1:
+        return None
+    sizes = [int(n) for n in space.nvec]
+    if np.shape(mask) != (sum(sizes),):
+        return None
+    flat = np.asarray(mask).astype(np.int8, copy=False)
+    return tuple(np.split(flat, np.cumsum(sizes)[:-1]))
+
+
+def why_bad_action_mask(space: gym.Space, mask: Any) -> Optional[str]:
+    """Return why ``mask`` is no usable action mask for ``space``, or None when it is.
+
+    A mask is a numpy array of 0/1 values (bool, integer or float dtype) with
+    one entry per action of a ``Discrete`` space; for a 1-D ``MultiDiscrete``
+    either a tuple of such arrays, one per dimension (Gymnasium's form), or
+    one flat array of them all (RLlib's). Masks of other spaces are not judged.
+
+    Example:
+        >>> why_bad_action_mask(gym.spaces.Discrete(3), np.array([1, 0, 1], np.int8)) is None
+        True
+        >>> why_bad_action_mask(gym.spaces.Discrete(3), [1, 0, 1])
+        'it is a list, not a numpy array'
+        >>> why_bad_action_mask(gym.spaces.MultiDiscrete([2, 3]), (np.ones(2), np.ones(2)))
+        'part [1] has shape (2,), expected (3,): one entry per value of that dimension'
+    """
+    if isinstance(space, gym.spaces.Discrete):
+        return _why_bad_mask_array(mask, (int(space.n),), "action")
+    if not isinstance(space, gym.spaces.MultiDiscrete) or space.nvec.ndim != 1:
+        return None
+    sizes = [int(n) for n in space.nvec]
+    if isinstance(mask, np.ndarray) and mask.ndim == 1:
+        return _why_bad_mask_array(mask, (sum(sizes),), "value of each dimension")
+    if not isinstance(mask, (tuple, list)):
+        return (f"it is a {type(mask).__name__}; give a tuple of {len(sizes)} arrays (one per "
+                f"dimension) or one flat array of {sum(sizes)} entries")
+    if len(mask) != len(sizes):
+        return f"it has {len(mask)} parts, expected {len(sizes)}: one per dimension of {space}"
+    for i, (part, size) in enumerate(zip(mask, sizes)):
+        reason = _why_bad_mask_array(part, (size,), "value of that dimension")
+        if reason:
+            return f"part [{i}] {reason.replace('it ', '', 1)}"
+    return None
+
+
+def _why_bad_mask_array(mask: Any, shape: tuple[int, ...], per: str) -> Optional[str]:
+    if not isinstance(mask, np.ndarray):
+        return f"it is a {type(mask).__name__}, not a numpy array"
+    if mask.dtype.kind not in "biuf":
+        return f"it has dtype {mask.dtype}, expected 0/1 values of an integer, bool or float dtype"
+    if mask.shape != shape:
+        return f"it has shape {mask.shape}, expected {shape}: one entry per {per}"
+    odd = mask[(mask != 0) & (mask != 1)]
+    if odd.size:
+        return f"it holds {_plain(odd.flat[0])!r}; a mask holds only 0 and 1"
+    return None
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def why_not_in_space(space: gym.Space, value: Any) -> Optional[str]:
@@ -105,7 +199,14 @@ def why_not_in_space(space: gym.Space, value: Any) -> Optional[str]:
 
     The reason names the first problem found: a wrong type or dtype, a wrong
     shape, a value out of bounds, or a missing or unknown key in a Dict.
+    Dict and Tuple values are judged part by part, so a list where a part
+    wants an array (an action mask as a Python list, say) is named, where
+    gymnasium's ``contains`` would cast it silently.
     """
+    if isinstance(space, gym.spaces.Dict):
+        return _why_not_in_dict(space, value)
+    if isinstance(space, gym.spaces.Tuple):
+        return _why_not_in_tuple(space, value)
     if isinstance(space, gym.spaces.Discrete) and isinstance(value, (bool, np.bool_)):
         # gymnasium's contains takes True as 1; an action or observation is no bool.
         return f"{value!r} is a bool, not an integer in [{space.start}, {space.start + space.n - 1}]"
@@ -120,24 +221,6 @@ def why_not_in_space(space: gym.Space, value: Any) -> Optional[str]:
                 return None
     except Exception as exc:  # a malformed value can make contains() itself raise
         return f"space.contains raised {type(exc).__name__}: {exc}"
-    if isinstance(space, gym.spaces.Dict):
-        if not isinstance(value, Mapping):
-            return f"expected a dict with keys {list(space.spaces)}, got {type(value).__name__}"
-        missing = [k for k in space.spaces if k not in value]
-        extra = [k for k in value if k not in space.spaces]
-        if missing or extra:
-            return f"keys differ from the space: missing {missing}, unknown {extra}"
-        for key, sub in space.spaces.items():
-            reason = why_not_in_space(sub, value[key])
-            if reason:
-                return f"[{key!r}]: {reason}"
-    if isinstance(space, gym.spaces.Tuple):
-        if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
-            return f"expected a tuple of {len(space.spaces)} items, got {type(value).__name__}"
-        for i, sub in enumerate(space.spaces):
-            reason = why_not_in_space(sub, value[i])
-            if reason:
-                return f"[{i}]: {reason}"
     if isinstance(space, gym.spaces.Discrete):
         return (
             f"{value!r} ({type(value).__name__}) is not an integer in "
@@ -146,6 +229,30 @@ def why_not_in_space(space: gym.Space, value: Any) -> Optional[str]:
     if isinstance(space, (gym.spaces.Box, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
         return _why_not_in_array_space(space, value)
     return f"{_short(value)} is not in {space}"
+
+
+def _why_not_in_dict(space: gym.spaces.Dict, value: Any) -> Optional[str]:
+    if not isinstance(value, Mapping):
+        return f"expected a dict with keys {list(space.spaces)}, got {type(value).__name__}"
+    missing = [k for k in space.spaces if k not in value]
+    extra = [k for k in value if k not in space.spaces]
+    if missing or extra:
+        return f"keys differ from the space: missing {missing}, unknown {extra}"
+    for key, sub in space.spaces.items():
+        reason = why_not_in_space(sub, value[key])
+        if reason:
+            return f"[{key!r}]: {reason}"
+    return None
+
+
+def _why_not_in_tuple(space: gym.spaces.Tuple, value: Any) -> Optional[str]:
+    if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
+        return f"expected a tuple of {len(space.spaces)} items, got {type(value).__name__}"
+    for i, sub in enumerate(space.spaces):
+        reason = why_not_in_space(sub, value[i])
+        if reason:
+            return f"[{i}]: {reason}"
+    return None
 
 
 def _why_not_in_array_space(space: Any, value: Any) -> str:
@@ -211,7 +318,16 @@ class ActionSampler:
         self._spaces: dict[Any, tuple[gym.Space, gym.Space]] = {}
 
     def sample(self, agent: Any, space: gym.Space, mask: Optional[np.ndarray] = None) -> Any:
-        """Return a random action for ``agent`` from ``space`` that ``mask`` allows."""
+        """Return a random action for ``agent`` from ``space`` that ``mask`` allows.
+
+        ``mask`` is what :func:`find_action_mask` returns: one entry per action of a
+        Discrete space, or per value of each dimension of a 1-D MultiDiscrete.
+
+        Example:
+            >>> space = gym.spaces.MultiDiscrete([3, 2])
+            >>> ActionSampler(0).sample("a", space, np.array([0, 0, 1, 1, 0], np.int8))
+            array([2, 0])
+        """
         if isinstance(space, gym.spaces.Discrete):
             legal = np.flatnonzero(mask) if mask is not None and mask.shape == (space.n,) else None
             if legal is None or legal.size == 0:
@@ -219,6 +335,10 @@ class ActionSampler:
                 # reports): any action in the space.
                 return int(space.start) + int(self.rng.integers(space.n))
             return int(space.start) + int(legal[self.rng.integers(legal.size)])
+        parts = None if mask is None else _split_multi_discrete_mask(space, mask)
+        if parts is not None:
+            # Gymnasium samples each dimension within its part (its start when all are 0).
+            return self._own_copy(agent, space).sample(mask=parts)
         return self._own_copy(agent, space).sample()
 
     def _own_copy(self, agent: Any, space: gym.Space) -> gym.Space:

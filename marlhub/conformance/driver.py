@@ -4,9 +4,14 @@ For each episode the driver resets with ``seed + episode``, sends one random
 legal action (action masks honoured, from the obs dict or from infos) for each
 actor, records every transition and runs the per-transition checks of
 :mod:`marlhub.contract.checks` on it. It then replays the episode with the
-same seed and actions to check reproducibility. Once per target it checks the
-spaces, the ``reset`` signature, and what ``step`` does after the episode has
-ended (and, when it can build a fresh env, before any reset).
+same seed and actions to check reproducibility. Spaces are read again after
+every reset and while episodes run (:mod:`~marlhub.conformance.space_identity`),
+and every action dict is compared, after ``step``, with what was sent.
+Once per target it checks the ``reset`` signature and runs the probes of
+:mod:`~marlhub.conformance.probes`: ``step`` before any reset and after the
+end, resets without a seed and with options, episode 0 again with numpy
+actions, on a fresh instance, after a reset in its middle and in a fresh
+process, and memory over repeated episodes.
 
 The env under test is only ever reset and stepped; the driver never seeds its
 spaces nor touches its attributes. A misbehaving env (an exception, a
@@ -22,8 +27,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import gymnasium as gym
-
 from marlhub.conformance.calls import (
     EnvTimeout,
     Malformed,
@@ -34,19 +37,28 @@ from marlhub.conformance.calls import (
     unpack_reset,
     unpack_step,
 )
+from marlhub.conformance.fresh_process import FRESH_PROCESS_SECONDS, FreshProcess, take
 from marlhub.conformance.options import CheckOptions
+from marlhub.conformance.probes import Probes
 from marlhub.conformance.report import Finding, Report, Reproducer
+from marlhub.conformance.space_identity import SpaceWatch
+from marlhub.conformance.trajectories import (
+    Recording,
+    copy_actions,
+    safe_mask,
+    snapshot,
+)
 from marlhub.contract import rules
 from marlhub.contract.checks import TRANSITION_CHECKS, SpaceCache, Transition
 from marlhub.contract.compare import why_different
 from marlhub.episode.play import RandomEpisode, Step
-from marlhub.spaces import find_action_mask
 
 __all__ = ["CheckOptions", "Driver"]
 
 #: Findings kept per rule and target; the rest are counted, not stored.
 MAX_FINDINGS_PER_RULE = 25
-
+#: Steps of episode 0 that the probes play again (numpy actions, fresh instance, mid reset).
+PROBED_STEPS = 100
 
 
 class _NoActionSpace(Exception):
@@ -63,7 +75,8 @@ class _Episode:
     trace: list[tuple[Any, ...]] = field(default_factory=list)
     ended: bool = False
     aborted: bool = False
-
+    # Deep copies of the trace, taken as the calls returned (episode 0 only).
+    recording: Optional[Recording] = None
 
 
 class Driver:
@@ -74,7 +87,14 @@ class Driver:
         name: how the target is named in the report.
         options: how many episodes, the seed, the budget.
         make_fresh: builds a new, never-reset instance; enables the
-            step-before-reset probe. None when the target is a single instance.
+            step-before-reset probe and the fresh-instance replay. None when the
+            target is a single instance.
+        spec: the target as a string another process can build (a registry id of
+            the default registry, ``module:attr`` or ``file.py:attr``); enables the
+            replay in a fresh process. None otherwise.
+
+    Attributes:
+        reset_kwargs: the keywords besides ``seed`` that ``reset`` is called with.
     """
 
     def __init__(
@@ -83,19 +103,28 @@ class Driver:
         name: str,
         options: CheckOptions,
         make_fresh: Optional[Callable[[], Any]] = None,
+        spec: Optional[str] = None,
     ) -> None:
         self.env = env
         self.name = name
         self.options = options
         self.make_fresh = make_fresh
+        self.spec = spec
         self.report = Report(name, strict=options.strict)
         self.spaces = SpaceCache(env)
+        self.watch = SpaceWatch(env, self.add)
+        self.probes = Probes(self)
         self._per_rule: dict[str, int] = {}
         self.suppressed: dict[str, int] = {}
         # reset() keywords the env takes; a missing `options` is reported once, not per call.
-        self._reset_options: dict[str, Any] = {"options": None}
+        self.reset_kwargs: dict[str, Any] = {"options": None}
         # env.agents just before the call being judged (read when its actions are chosen).
         self._agents_before: Optional[list[Any]] = None
+        # A copy of the action dict being sent, to compare with it after step().
+        self._sent: dict[Any, Any] = {}
+        self._mutation_reported = False
+        # Whether a seeded reset failed: the probes of other resets would only repeat it.
+        self.reset_failed = False
 
     # -- reporting ----------------------------------------------------------------
 
@@ -124,6 +153,11 @@ class Driver:
                     reproducer=reproducer)
         )
 
+    @property
+    def reproducible(self) -> bool:
+        """Whether every replay so far matched (False when replays are off)."""
+        return self.options.replay and not self._per_rule.get(rules.SEED_REPRODUCIBLE)
+
     # -- the whole check ----------------------------------------------------------
 
     def run(self) -> Report:
@@ -148,18 +182,59 @@ class Driver:
         return self.report
 
     def _run_all(self) -> None:
-        self._probe_step_before_reset()
-        if not self._check_reset_signature() or not self._check_spaces():
-            return
+        self.probes.step_before_reset()
+        signature_ok = self._check_reset_signature()
+        child = self._start_fresh_process() if signature_ok else None
+        try:
+            if not signature_ok or not self.watch.check_all():
+                return
+            reference = self._play_all()
+            self._after_episodes(reference, child)
+        finally:
+            if child is not None:
+                child.stop()
+
+    def _play_all(self) -> Optional[Recording]:
+        """Play (and replay) every episode; return episode 0's recording, if it went well."""
         probed_end = False
+        reference = None
         for episode in range(self.options.episodes):
             played = self._play(episode)
             self.report.episodes += 1
             if played.ended and not probed_end:
                 probed_end = True
-                self._probe_step_after_end(episode, played)
+                self.probes.step_after_end(episode, played.seed, played.actions)
             if self.options.replay and not played.aborted:
                 self._replay(episode, played)
+            if episode == 0 and not played.aborted:
+                reference = played.recording
+        return reference
+
+    def _after_episodes(self, reference: Optional[Recording],
+                        child: Optional[FreshProcess]) -> None:
+        """Run the probes that vary a recorded episode, the resets, memory, the fresh process."""
+        if reference is not None:
+            # Forms, instances and resets show in the first steps; long games are cut there.
+            head = reference.head(PROBED_STEPS)
+            self.probes.action_forms(head)
+            if self.reproducible:
+                self.probes.fresh_instance(head)
+                self.probes.mid_episode_reset(head)
+        if not self.reset_failed:
+            self.probes.resets()
+            self.probes.memory()
+        if reference is not None and child is not None and self.reproducible:
+            self.probes.fresh_process(child, reference)
+
+    def _start_fresh_process(self) -> Optional[FreshProcess]:
+        if self.spec is None or not self.options.replay:
+            return None
+        seconds = min(FRESH_PROCESS_SECONDS, self.options.timeout or FRESH_PROCESS_SECONDS)
+        try:
+            return take(self.spec, seed=self.options.seed, max_steps=self.options.max_steps,
+                        reset_kwargs=self.reset_kwargs, seconds=seconds)
+        except OSError:
+            return None  # no process can be started here: the check goes on without it
 
     # -- target-level checks --------------------------------------------------------
 
@@ -171,7 +246,7 @@ class Driver:
         has_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
         missing = [k for k in ("seed", "options") if k not in params and not has_var_kw]
         if "options" in missing:
-            self._reset_options = {}
+            self.reset_kwargs = {}
         if missing:
             self.add(rules.RESET_RETURNS_DICTS,
                      f"reset{inspect.signature(self.env.reset)} does not accept the keyword(s) "
@@ -180,91 +255,16 @@ class Driver:
             return "seed" not in missing
         return True
 
-    def _check_spaces(self) -> bool:
-        try:
-            possible = list(self.env.possible_agents)
-        except Exception as exc:
-            self.add(rules.SPACE_DEFINED,
-                     f"possible_agents cannot be read as a list ({type(exc).__name__}: {exc}); "
-                     "set self.possible_agents to every agent id that can ever appear.")
-            return False
-        if not possible:
-            self.add(rules.SPACE_DEFINED,
-                     "possible_agents is empty; set self.possible_agents to every agent id that "
-                     "can ever appear, before the first reset.")
-            return False
-        ok = True
-        for agent in possible:
-            for kind in ("observation", "action"):
-                getter = getattr(self.env, f"get_{kind}_space", None)
-                try:
-                    first = getter(agent) if getter else self.env.__dict__[f"{kind}_spaces"][agent]
-                    second = getter(agent) if getter else first
-                except Exception as exc:
-                    self.add(rules.SPACE_DEFINED,
-                             f"get_{kind}_space({agent!r}) raised {type(exc).__name__}: {exc}; "
-                             f"define {kind}_spaces for every agent in possible_agents.",
-                             agent=agent)
-                    ok = False
-                    continue
-                if not isinstance(first, gym.Space):
-                    self.add(rules.SPACE_DEFINED,
-                             f"get_{kind}_space({agent!r}) returned {first!r} "
-                             f"({type(first).__name__}), not a gymnasium Space; return a "
-                             "gymnasium.spaces.Space for every possible agent.", agent=agent)
-                    ok = ok and kind == "observation"
-                elif second is not first:
-                    self.add(rules.SPACE_DEFINED,
-                             f"get_{kind}_space({agent!r}) returned a new object on each call; "
-                             "build spaces once (in __init__) and return the same object, so "
-                             "their RNG state and identity stay stable.", agent=agent)
-        return ok
-
-    def _probe_step_before_reset(self) -> None:
-        if self.make_fresh is None:
-            return
-        try:
-            fresh = self.make_fresh()
-        except Exception:
-            return  # the main check reports what building the env does
-        self._expect_refusal(fresh, {}, "before the first reset()", episode=None, reproducer=None)
-        try:
-            fresh.close()
-        except Exception:
-            pass
-
-    def _probe_step_after_end(self, episode: int, played: _Episode) -> None:
-        last = played.actions[-1] if played.actions else {}
-        self._expect_refusal(self.env, dict(last), "after the episode ended with __all__",
-                             episode=episode,
-                             reproducer=Reproducer(played.seed, played.actions + [dict(last)]))
-
-    def _expect_refusal(self, env: Any, action: dict[Any, Any], when: str, *,
-                        episode: Optional[int], reproducer: Optional[Reproducer]) -> None:
-        try:
-            env.step(action)
-        except EnvTimeout:
-            raise
-        except Exception as exc:
-            if not str(exc).strip():
-                self.add(rules.EPISODE_STEP_AFTER_END,
-                         f"step() {when} raised {type(exc).__name__} with no message; say what "
-                         "happened and that reset() is needed.", episode=episode,
-                         reproducer=reproducer)
-            return
-        self.add(rules.EPISODE_STEP_AFTER_END,
-                 f"step() {when} returned normally instead of raising; raise an error that says "
-                 "reset() is needed (e.g. marlhub.ResetNeededError).", episode=episode,
-                 reproducer=reproducer)
-
     # -- one episode ------------------------------------------------------------------
 
     def _play(self, episode: int) -> _Episode:
         seed = self.options.seed + episode
         played = _Episode(seed)
+        if episode == 0:
+            played.recording = Recording(episode, seed)
         env = self.env
         run = RandomEpisode(
-            env, seed, max_steps=self.options.max_steps, reset_kwargs=self._reset_options,
+            env, seed, max_steps=self.options.max_steps, reset_kwargs=self.reset_kwargs,
             read_reset=unpack_reset, read_step=unpack_step,
             choose=lambda actors, obs, infos: self._choose(run, actors, obs, infos, episode),
         )
@@ -275,10 +275,14 @@ class Driver:
             possible = list(env.possible_agents)
             self._agents_before = read_agents(env)
             for step in run:
+                where = self._where(episode, seed, run, step.index)
+                self._after_call(run, step, where, episode)
                 transition = self._transition(step, possible, frozenset(appeared),
                                               frozenset(done))
-                self._judge(transition, self._where(episode, seed, run, step.index))
+                self._judge(transition, where)
                 played.trace.append((step.obs, step.rewards, step.terminateds, step.truncateds))
+                if played.recording is not None:
+                    played.recording.snapshots.append(snapshot(*played.trace[-1]))
                 played.ended = step.over
                 appeared |= set(step.obs)
                 done |= transition.done_now
@@ -290,6 +294,8 @@ class Driver:
             return played
         finally:
             self.report.steps += len(run.actions)
+            if played.recording is not None:
+                played.recording.actions = list(run.actions)
         played.aborted = run.stalled  # turn.actors_exist was reported; nothing to send
         if run.cut:
             self.add(rules.EPISODE_ENDS,
@@ -297,6 +303,36 @@ class Driver:
                      "__all__ (e.g. truncate at a step limit) or raise --max-steps if it is just "
                      "long.", episode=episode, step=self.options.max_steps)
         return played
+
+    def _after_call(self, run: RandomEpisode, step: Step, where: dict[str, Any],
+                    episode: int) -> None:
+        """Check what a call left behind beyond its return: spaces, and the action dict sent."""
+        if step.index == 0:
+            self.watch.reread_all(f"after the reset of episode {episode}", where)
+        else:
+            self._check_action_dict(run, step, where)
+        for agent in step.obs:
+            try:
+                space = self.watch.read("observation", agent)
+            except Exception:
+                continue  # ids.known or space.defined (at the next reset) report it
+            self.watch.same("observation", agent, space,
+                            f"during episode {episode} (step {step.index})", where)
+
+    def _check_action_dict(self, run: RandomEpisode, step: Step, where: dict[str, Any]) -> None:
+        """Compare the action dict after step() with the copy taken before; keep the copy."""
+        sent = self._sent
+        reason = why_different(sent, step.actions)
+        if reason:  # replays and reproducers send what was sent, not what is left of it
+            run.actions[-1] = step.actions = sent
+            where["reproducer"] = Reproducer(run.seed, list(run.actions))
+        if reason and not self._mutation_reported:
+            self._mutation_reported = True
+            self.add(rules.TURN_ACTION_DICT_UNTOUCHED,
+                     f"step() changed the action dict it was given ({reason}; as sent vs after "
+                     "the call); the caller keeps its actions (RLlib records them in its "
+                     "episode). Read the dict without changing it, or work on a copy "
+                     "(dict(action_dict), np.array(a) for arrays).", **where)
 
     def _transition(self, step: Step, possible: list[Any], appeared: frozenset[Any],
                     done_before: frozenset[Any]) -> Transition:
@@ -318,6 +354,7 @@ class Driver:
                        where: dict[str, Any]) -> None:
         if isinstance(exc, _NoActionSpace):
             return  # space.defined was reported
+        self.reset_failed = self.reset_failed or run.calling == "reset"
         if isinstance(exc, Malformed):
             self.add(exc.rule, str(exc), **where)
         elif run.calling == "reset":
@@ -327,7 +364,7 @@ class Driver:
         else:
             self.add(rules.TURN_ACTIONS_ACCEPTED,
                      f"step() raised {type(exc).__name__}: {exc} on a valid action dict "
-                     f"{short(run.actions[-1])} for exactly the actors {list(run.actions[-1])!r}; "
+                     f"{short(self._sent)} for exactly the actors {list(self._sent)!r}; "
                      "an env must accept one legal action per actor.", **where)
 
     def _choose(self, run: RandomEpisode, actors: list[Any], obs: Mapping[Any, Any],
@@ -342,8 +379,11 @@ class Driver:
                          f"get_action_space({agent!r}) raised {type(exc).__name__}: {exc}",
                          **{**where, "agent": agent})
                 raise _NoActionSpace() from exc
-            info = infos.get(agent) if isinstance(infos, Mapping) else None
-            mask = find_action_mask(obs.get(agent), info if isinstance(info, Mapping) else None)
+            self.watch.same("action", agent, space,
+                            f"during episode {episode} (before step {len(run.actions) + 1})",
+                            where)
+            mask = safe_mask(obs.get(agent), infos.get(agent) if isinstance(infos, Mapping)
+                             else None)
             if mask is not None and not mask.any():
                 self.add(rules.TURN_ACTIONS_ACCEPTED,
                          f"the action mask of {agent!r} allows no action, yet it is asked to act; "
@@ -351,6 +391,7 @@ class Driver:
                          **{**where, "agent": agent})
             actions[agent] = run.sampler.sample(agent, space, mask)
         self._agents_before = read_agents(self.env)
+        self._sent = copy_actions(actions)
         return actions
 
     def _judge(self, transition: Transition, where: dict[str, Any]) -> None:
@@ -373,10 +414,10 @@ class Driver:
         env = self.env
         steps: list[tuple[Any, ...]] = []
         try:
-            obs, _ = unpack_reset(env.reset(seed=played.seed, **self._reset_options))
+            obs, _ = unpack_reset(env.reset(seed=played.seed, **self.reset_kwargs))
             steps.append((obs, {}, {}, {}))
             for actions in played.actions:
-                o, r, te, tr, _ = unpack_step(env.step(actions))
+                o, r, te, tr, _ = unpack_step(env.step(copy_actions(actions)))
                 steps.append((o, r, te, tr))
         except EnvTimeout:
             raise

@@ -26,7 +26,8 @@ class CheckOptions:
         max_steps: the step budget of one episode (``episode.ends`` past it).
         strict: warnings count against ``ok`` and ``episode.step_after_end`` is an error.
         timeout: seconds for the whole target, None for no limit.
-        replay: whether to replay each episode to check ``seed.reproducible``.
+        replay: whether to replay each episode to check ``seed.reproducible`` (and
+            episode 0 on a fresh instance, in a fresh process, after a reset mid-episode).
         against_native: also compare the env with its native twin in lockstep.
         interop: target APIs to convert the env to and check with their own checkers
             (``marlhub check --targets``; see :mod:`marlhub.conformance.interop`).

@@ -21,6 +21,11 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Optional
 
+from marlhub.conformance.fresh_process import (
+    FRESH_PROCESS_SECONDS,
+    discard_prefetched,
+    prefetch,
+)
 from marlhub.conformance.options import CheckOptions
 from marlhub.conformance.report import Finding, Report
 from marlhub.conformance.suite import check
@@ -71,13 +76,25 @@ def run_targets(
         on_done: called as ``on_done(outcome, finished_count, total)`` after each target.
     """
     if jobs <= 1 or len(targets) <= 1:
-        outcomes = []
+        return _run_here(list(targets), settings, on_done)
+    return _WorkerPool(settings, min(jobs, len(targets))).run(list(targets), on_done)
+
+
+def _run_here(targets: list[str], settings: CheckOptions,
+              on_done: Optional[Callable[[Outcome, int, int], None]]) -> list[Outcome]:
+    """Check the targets one after another, each one's fresh process started a target ahead."""
+    outcomes = []
+    try:
         for i, target in enumerate(targets):
+            if settings.replay and i + 1 < len(targets):
+                prefetch(targets[i + 1], seed=settings.seed, max_steps=settings.max_steps,
+                         seconds=min(FRESH_PROCESS_SECONDS, settings.timeout or FRESH_PROCESS_SECONDS))
             outcomes.append(_check_one(target, settings))
             if on_done:
                 on_done(outcomes[-1], i + 1, len(targets))
-        return outcomes
-    return _WorkerPool(settings, min(jobs, len(targets))).run(list(targets), on_done)
+    finally:
+        discard_prefetched()
+    return outcomes
 
 
 def _worker_main(conn: Connection, settings: CheckOptions) -> None:

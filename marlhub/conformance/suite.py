@@ -46,9 +46,13 @@ def check(
 
     Plays ``episodes`` episodes with random legal actions (episode i seeded
     ``seed + i``), judges every reset and step, replays each episode to check
-    reproducibility, and probes what ``step`` does after the end. It never
-    stops at the first finding, and an env that raises, returns garbage or
-    hangs produces findings, not exceptions.
+    reproducibility, and probes what users vary: ``step`` before reset and
+    after the end, resets without a seed or with options, actions as numpy
+    values, a fresh instance, a reset mid-episode, memory over repeated
+    episodes, and (for targets given as strings) episode 0 in a fresh process
+    with another ``PYTHONHASHSEED``. It never stops at the first finding, and
+    an env that raises, returns garbage or hangs produces findings, not
+    exceptions.
 
     Args:
         target: an env, an env class or factory, a registry id, or a
@@ -63,7 +67,8 @@ def check(
             hangs in native code).
         against_native: also compare the env with its native twin in lockstep
             (registry ids of a family that supports it).
-        replay: replay each episode to check ``seed.reproducible``.
+        replay: replay each episode, on a fresh instance and in a fresh process, to
+            check ``seed.reproducible`` (and a reset mid-episode, ``reset.mid_episode``).
         interop: target APIs (``"pettingzoo.aec"``, ``"openspiel"``, ... or every name of
             :data:`~marlhub.conformance.interop.TARGET_NAMES`) to convert the env to and
             check with that library's own checker and a round trip; the results are
@@ -90,7 +95,8 @@ def check(
     env = resolved.build()
     try:
         driver = Driver(env, name or resolved.name, options,
-                        make_fresh=resolved.build if resolved.fresh else None)
+                        make_fresh=resolved.build if resolved.fresh else None,
+                        spec=_spec_of(target, registry))
         report = driver.run()
     finally:
         _close(env)
@@ -104,6 +110,17 @@ def check(
         report.seconds += time.perf_counter() - start
     _mark_known_faults(report, resolved.registry_id, reg)
     return report
+
+
+def _spec_of(target: Any, registry: Optional[Registry]) -> Optional[str]:
+    """The target as a string another process can build, or None.
+
+    ``module:attr`` and ``file.py:attr`` strings build anywhere; a registry id
+    only when it is looked up in the default registry, the one a new process has.
+    """
+    if not isinstance(target, str):
+        return None
+    return target if ":" in target or registry is None else None
 
 
 def _mark_known_faults(report: Report, env_id: Optional[str], registry: Registry) -> None:

@@ -9,8 +9,10 @@ reproducer. Checks read the transition and the env's spaces only: they never
 call ``reset`` or ``step``.
 
 Episode-level rules (``space.defined``, ``seed.reproducible``,
-``episode.ends``, ``episode.step_after_end``, ``reset.returns_dicts``) need
-more than one transition and live in the driver.
+``reset.mid_episode``, ``episode.ends``, ``episode.step_after_end``,
+``reset.returns_dicts``, ``turn.action_dict_untouched``,
+``resource.memory_bounded``) need more than one transition or call and live
+in the conformance suite's driver and probes.
 
 Example:
     >>> t = Transition.from_step(
@@ -29,12 +31,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import gymnasium as gym
 import numpy as np
 
 from marlhub.contract import rules
 from marlhub.core import ALL, COMMON
 from marlhub.episode.status import actors_of, done_agents, episode_over, flag, truthy
-from marlhub.spaces import why_not_in_space
+from marlhub.spaces import (
+    ACTION_MASK_KEY,
+    raw_action_mask,
+    why_bad_action_mask,
+    why_not_in_space,
+)
 
 __all__ = [
     "TRANSITION_CHECKS",
@@ -133,15 +141,25 @@ class SpaceCache:
     def __init__(self, env: Any) -> None:
         self.env = env
         self._obs: dict[Any, Any] = {}
+        self._act: dict[Any, Any] = {}
 
     def observation_space(self, agent: Any) -> Any:
         """Return the agent's observation space, or None when it cannot be had."""
         if agent not in self._obs:
-            try:
-                self._obs[agent] = self.env.get_observation_space(agent)
-            except Exception:
-                self._obs[agent] = None
+            self._obs[agent] = self._look_up("get_observation_space", agent)
         return self._obs[agent]
+
+    def action_space(self, agent: Any) -> Any:
+        """Return the agent's action space, or None when it cannot be had."""
+        if agent not in self._act:
+            self._act[agent] = self._look_up("get_action_space", agent)
+        return self._act[agent]
+
+    def _look_up(self, getter: str, agent: Any) -> Any:
+        try:
+            return getattr(self.env, getter)(agent)
+        except Exception:
+            return None
 
 
 # -- the checks, one per rule ------------------------------------------------------
@@ -202,6 +220,8 @@ def check_agents_consistent(t: Transition, spaces: Any) -> list[Issue]:
                 "self.agents in the step that terminates or truncates them.",
                 agent=agent,
             ))
+    # A warning, not an error: RLlib's docs examples keep `agents` static and RLlib never
+    # reads it once the episode is over, but PettingZoo's API (and our views) expect [].
     if t.over and agents:
         issues.append(Issue(
             f"the episode ended (__all__) but agents still holds {agents!r}; set self.agents = [] "
@@ -314,21 +334,31 @@ def check_done_final(t: Transition, spaces: Any) -> list[Issue]:
 
 
 def check_truncation_has_obs(t: Transition, spaces: Any) -> list[Issue]:
-    """done.truncation_has_obs: an acting agent truncated in a step gets its last obs."""
+    """done.truncation_has_obs: an agent truncated after acting gets its last obs.
+
+    That is an agent that acted in this step, and one that acted earlier and
+    waits for its turn (it had an observation in the episode, is not done and
+    gets none now): RLlib holds its last action open and raises when the
+    episode is truncated without closing it (EP:543-548, 586-591).
+    """
     issues = []
-    for agent in t.actions:
-        if truthy(t.terminateds.get(agent, False)):
+    waiting = [a for a in dict.fromkeys([*t.possible_agents, *t.appeared])
+               if a in t.appeared and a not in t.done_before and a not in t.actions]
+    for agent in [*t.actions, *waiting]:
+        if agent in t.obs or truthy(t.terminateds.get(agent, False)):
             continue
         truncated = truthy(t.truncateds.get(agent, False)) or (
             t.truncated_all and not t.terminated_all
         )
-        if truncated and agent not in t.obs:
-            issues.append(Issue(
-                f"{agent!r} acted and was truncated in this step but got no last observation; "
-                "RLlib needs it to bootstrap values. Put the agent's last obs in the obs dict of "
-                "the step that truncates it.",
-                agent=agent,
-            ))
+        if not truncated:
+            continue
+        how = "acted" if agent in t.actions else "acted earlier (it waits for its turn)"
+        issues.append(Issue(
+            f"{agent!r} {how} and was truncated in this step but got no last observation; "
+            "RLlib needs it to bootstrap values. Put the agent's last obs in the obs dict of "
+            "the step that truncates it, for waiting agents too.",
+            agent=agent,
+        ))
     return issues
 
 
@@ -402,12 +432,51 @@ def check_info_keys(t: Transition, spaces: Any) -> list[Issue]:
     return issues
 
 
+def check_mask_valid(t: Transition, spaces: Any) -> list[Issue]:
+    """turn.mask_valid: each actor's action mask is 0/1 values, one per action of its space.
+
+    A mask inside the observation that its declared part of the space rejects
+    is left to ``obs.in_space``; a mask in infos has no space but the action's.
+    """
+    issues = []
+    for agent in t.actors:
+        obs, info = t.obs.get(agent), t.infos.get(agent)
+        mask = raw_action_mask(obs, info if isinstance(info, Mapping) else None)
+        if mask is None or spaces is None:
+            continue
+        in_obs = isinstance(obs, Mapping) and obs.get(ACTION_MASK_KEY) is not None
+        if in_obs and _declared_part_rejects(spaces.observation_space(agent), mask):
+            continue  # obs.in_space reports it
+        reason = why_bad_action_mask(spaces.action_space(agent), mask)
+        if reason:
+            where = f"obs[{agent!r}]" if in_obs else f"infos[{agent!r}]"
+            issues.append(Issue(
+                f"the action mask {where}[{ACTION_MASK_KEY!r}] = {_short(mask)} cannot be read "
+                f"against the action space {spaces.action_space(agent)}: {reason}. Give a numpy "
+                "array of 0/1, e.g. np.asarray(mask, np.int8), with one entry per action.",
+                agent=agent,
+            ))
+    return issues
+
+
+def _declared_part_rejects(obs_space: Any, mask: Any) -> bool:
+    if not isinstance(obs_space, gym.spaces.Dict) or ACTION_MASK_KEY not in obs_space.spaces:
+        return False
+    return why_not_in_space(obs_space.spaces[ACTION_MASK_KEY], mask) is not None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 #: Every per-transition check with the rule it judges, in reporting order.
 TRANSITION_CHECKS: list[tuple[str, Callable[[Transition, Any], Iterable[Issue]]]] = [
     (rules.IDS_KNOWN, check_ids_known),
     (rules.IDS_AGENTS_CONSISTENT, check_agents_consistent),
     (rules.OBS_IN_SPACE, check_obs_in_space),
     (rules.TURN_ACTORS_EXIST, check_actors_exist),
+    (rules.TURN_MASK_VALID, check_mask_valid),
     (rules.DONE_ALL_PRESENT, check_all_present),
     (rules.DONE_FLAGS_BOOL, check_flags_bool),
     (rules.DONE_ALL_CONSISTENT, check_all_consistent),

@@ -2,8 +2,10 @@
 
 The ids are those of DESIGN.md section 2, plus a few the driver needs to
 report an env that breaks down entirely (``step.returns_tuple``,
-``env.raised``, ``env.timeout``). Tests, docs and reports refer to these
-constants, never to string literals.
+``env.raised``, ``env.timeout``) and a few for what users vary that the
+table leaves implicit (``reset.mid_episode``, ``turn.mask_valid``,
+``turn.action_dict_untouched``, ``resource.memory_bounded``). Tests, docs and
+reports refer to these constants, never to string literals.
 
 Example:
     >>> RULES[OBS_IN_SPACE].summary
@@ -36,6 +38,8 @@ __all__ = [
     "RESET_RETURNS_DICTS",
     "REWARD_ANY_AGENT",
     "REWARD_PRESENT",
+    "RESET_MID_EPISODE",
+    "RESOURCE_MEMORY_BOUNDED",
     "REWARD_SCALAR",
     "RULES",
     "Rule",
@@ -44,12 +48,15 @@ __all__ = [
     "STEP_RETURNS_TUPLE",
     "Severity",
     "TURN_ACTIONS_ACCEPTED",
+    "TURN_ACTION_DICT_UNTOUCHED",
     "TURN_ACTORS_EXIST",
+    "TURN_MASK_VALID",
 ]
 
 Severity = Literal["error", "warning"]
 
 RESET_RETURNS_DICTS = "reset.returns_dicts"
+RESET_MID_EPISODE = "reset.mid_episode"
 STEP_RETURNS_TUPLE = "step.returns_tuple"
 IDS_KNOWN = "ids.known"
 IDS_AGENTS_CONSISTENT = "ids.agents_consistent"
@@ -57,6 +64,8 @@ SPACE_DEFINED = "space.defined"
 OBS_IN_SPACE = "obs.in_space"
 TURN_ACTIONS_ACCEPTED = "turn.actions_accepted"
 TURN_ACTORS_EXIST = "turn.actors_exist"
+TURN_MASK_VALID = "turn.mask_valid"
+TURN_ACTION_DICT_UNTOUCHED = "turn.action_dict_untouched"
 DONE_ALL_PRESENT = "done.all_present"
 DONE_FLAGS_BOOL = "done.flags_bool"
 DONE_ALL_CONSISTENT = "done.all_consistent"
@@ -71,6 +80,7 @@ EPISODE_ENDS = "episode.ends"
 EPISODE_STEP_AFTER_END = "episode.step_after_end"
 EQUIV_TRAJECTORY = "equiv.trajectory"
 EQUIV_RETURNS = "equiv.returns"
+RESOURCE_MEMORY_BOUNDED = "resource.memory_bounded"
 ENV_RAISED = "env.raised"
 ENV_TIMEOUT = "env.timeout"
 
@@ -92,21 +102,34 @@ class Rule:
 
 _TABLE: list[tuple[str, Severity, str]] = [
     (RESET_RETURNS_DICTS, "error",
-     "reset returns (obs: dict, infos: dict) and accepts seed= and options= keywords"),
+     "reset returns (obs: dict, infos: dict) and accepts seed= and options= keywords; "
+     "reset() with no seed and reset(options={}) work too"),
+    (RESET_MID_EPISODE, "error",
+     "a reset in the middle of an episode starts a clean one: with the same seed and actions "
+     "it plays the same episode as a reset after the end"),
     (STEP_RETURNS_TUPLE, "error",
      "step returns a 5-tuple of dicts (obs, rewards, terminateds, truncateds, infos)"),
     (IDS_KNOWN, "error",
      "every key of obs, rewards, done dicts and infos is in possible_agents "
      "(plus __all__ in done dicts, __common__ in infos); possible_agents never changes"),
+    # `agents` still full when the episode ends is a warning: RLlib's docs examples keep
+    # it static and RLlib itself never reads it then; PettingZoo consumers do.
     (IDS_AGENTS_CONSISTENT, "error",
-     "agents is a subset of possible_agents, holds every actor and no done agent"),
+     "agents is a subset of possible_agents, holds every actor and no done agent "
+     "(still listing agents when the episode ends is a warning)"),
     (SPACE_DEFINED, "error",
      "get_observation_space/get_action_space return a gymnasium Space for every possible "
-     "agent, the same object each call"),
+     "agent, the same object each call, after every reset and during episodes"),
     (OBS_IN_SPACE, "error", "obs[a] is in get_observation_space(a), dtype included"),
     (TURN_ACTIONS_ACCEPTED, "error",
-     "step accepts one valid action (mask respected) for exactly the actors"),
+     "step accepts one valid action (mask respected) for exactly the actors, in every form "
+     "the space's contains takes (int, numpy.int64, a 0-d array for Discrete)"),
     (TURN_ACTORS_EXIST, "error", "while the episode is not over there is at least one actor"),
+    (TURN_MASK_VALID, "error",
+     "an action mask (in the obs or infos) is a numpy array of 0/1 with one entry per action "
+     "(for MultiDiscrete a tuple of them, one per dimension, or one flat array)"),
+    (TURN_ACTION_DICT_UNTOUCHED, "error",
+     "step leaves the action dict it is given, and the actions in it, as they were"),
     (DONE_ALL_PRESENT, "error",
      "terminateds and truncateds each hold __all__ with a bool, every step"),
     (DONE_FLAGS_BOOL, "error", "done values are bool or numpy.bool_"),
@@ -115,7 +138,8 @@ _TABLE: list[tuple[str, Severity, str]] = [
     (DONE_FINAL, "error",
      "a done agent never reappears: no obs, reward, info or action for it later in the episode"),
     (DONE_TRUNCATION_HAS_OBS, "error",
-     "an agent that acted and is truncated (directly or by __all__) gets its last obs in that step"),
+     "an agent that acted and is truncated (directly or by __all__, also while it waits for "
+     "its turn) gets its last obs in that step"),
     (REWARD_PRESENT, "error",
      "an agent that acted and gets an obs has a reward entry (0 allowed)"),
     (REWARD_SCALAR, "error", "rewards are finite real scalars, not bool"),
@@ -123,10 +147,14 @@ _TABLE: list[tuple[str, Severity, str]] = [
      "rewards name live agents only (acting or not); they count toward that agent's return"),
     (INFO_KEYS, "error", "infos keys are obs keys or __common__; values are dicts"),
     (SEED_REPRODUCIBLE, "error",
-     "same seed and same actions give identical obs, rewards, done flags and agent order"),
+     "same seed and same actions give identical obs, rewards, done flags and agent order, on "
+     "the same instance, on a fresh one and in a fresh process with another PYTHONHASHSEED"),
     (EPISODE_ENDS, "warning", "an episode reaches __all__ within the step budget"),
     (EPISODE_STEP_AFTER_END, "warning",
-     "step after __all__ (or before reset) raises a clear error; an error under --strict"),
+     "step after __all__ (the last action dict or {}) or before reset raises a clear error, "
+     "not a crash from inside; an error under --strict"),
+    (RESOURCE_MEMORY_BOUNDED, "warning",
+     "memory does not grow episode over episode (the same seeded episode played again)"),
     (EQUIV_TRAJECTORY, "error",
      "the adapted env and the native env, in lockstep with the same seed and actions, give the "
      "same observations, rewards and ends"),

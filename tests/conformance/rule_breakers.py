@@ -3,6 +3,7 @@ that breaks only that rule (each a subclass changing as little as possible)."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -293,6 +294,234 @@ class CrashesTheInterpreter(Duel):
         import signal
 
         os.kill(os.getpid(), signal.SIGSEGV)
+        return super().step(action_dict)
+
+
+class SetOrderMatters(Duel):
+    """Scores each step by where a metal falls in a set of strings: an order that differs
+    between processes with PYTHONHASHSEED (found only in a fresh process)."""
+
+    METALS = ("gold", "silver", "bronze", "iron", "tin", "lead", "zinc", "copper", "nickel",
+              "cobalt", "chrome", "steel")
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        ranking = list(set(self.METALS))  # the bug: a set's order depends on the hash seed
+        bonus = float(ranking.index(self.METALS[self.t % len(self.METALS)]))
+        return obs, {k: v + bonus for k, v in rew.items()}, term, trunc, info
+
+
+class SaltedByInstanceCount(Duel):
+    """Salts its seed with a class-level count of instances: each instance replays its own
+    episodes, but a fresh instance plays others under the same seed."""
+
+    built = 0
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        SaltedByInstanceCount.built += 1
+        self.salt = SaltedByInstanceCount.built
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        return super().reset(seed=None if seed is None else seed + self.salt, options=options)
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        return obs, {k: v + float(self.np_random.random()) for k, v in rew.items()}, term, trunc, info
+
+
+class KeepsTallyAcrossResets(Duel):
+    """Counts moves in a tally that only the end of an episode clears: a reset in the middle
+    of an episode carries it over."""
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        self.tally = 0
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        self.tally += 1
+        rew = {k: v + 0.1 * self.tally for k, v in rew.items()}
+        if term["__all__"]:
+            self.tally = 0
+        return obs, rew, term, trunc, info
+
+
+class NeedsASeed(Duel):
+    """Seeds its own generator with seed + 1, which fails for reset() without a seed."""
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        self.rng = np.random.default_rng(seed + 1)
+        return super().reset(seed=seed, options=options)
+
+
+class ReadsOptionKeys(Duel):
+    """Reads options["level"] whenever options are given: reset(options={}) fails."""
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        self.level = 0 if options is None else options["level"]
+        return super().reset(seed=seed, options=options)
+
+
+class RebuildsSpacesOnReset(Duel):
+    """Builds new (equal) observation spaces in every reset."""
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        self.observation_spaces = {
+            a: gym.spaces.Box(0.0, 100.0, (2,), np.float32) for a in self.possible_agents
+        }
+        return super().reset(seed=seed, options=options)
+
+
+class SwapsActionSpaceMidEpisode(Duel):
+    """Puts a new (equal) action space in place for 'b' in the middle of each episode."""
+
+    def step(self, action_dict: dict) -> Any:
+        result = super().step(action_dict)
+        if self.t == 3:
+            self.action_spaces["b"] = gym.spaces.Discrete(3)
+        return result
+
+
+class LogsActionsAsJson(Duel):
+    """Logs each action dict with json.dumps, which rejects numpy integers."""
+
+    def step(self, action_dict: dict) -> Any:
+        self.log = json.dumps(action_dict)
+        return super().step(action_dict)
+
+
+class StepsOnAfterTheEnd(Duel):
+    """Checks only the actions it is given: after the end nobody may act, so {} passes."""
+
+    def step(self, action_dict: dict) -> Any:
+        actors = [] if self.over else self._actors()
+        if sorted(action_dict) != sorted(actors):
+            raise ValueError(f"expected actions for {actors}, got {sorted(action_dict)}")
+        if self.over:  # nothing to apply: report the end again
+            return {}, {}, {"__all__": True}, {"__all__": False}, {}
+        return super().step(action_dict)
+
+
+class CrashesAfterTheEnd(Duel):
+    """Drops its board at the end and never checks for it: step() after the end fails on None."""
+
+    board: Any = None
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        self.board = [0] * self.LENGTH
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action_dict: dict) -> Any:
+        self.board[self.t] += 1
+        obs, rew, term, trunc, info = Duel.step(self, action_dict)
+        if term["__all__"]:
+            self.board = None
+        return obs, rew, term, trunc, info
+
+
+class TruncatesWaitingAgentWithoutObs(Duel):
+    """Truncates at step 3 with an obs for 'a' (who just moved) only; 'b' moved at step 2
+    and waits, and gets no last observation."""
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        if self.t == 3:
+            self.over = True
+            self.agents = []
+            return {"a": self._obs("a")}, rew, {"__all__": False}, {"__all__": True}, info
+        return obs, rew, term, trunc, info
+
+
+class KeepsAgentsAtTheEnd(Duel):
+    """Leaves `agents` full when the episode ends, as RLlib's docs examples do (a warning)."""
+
+    def step(self, action_dict: dict) -> Any:
+        result = super().step(action_dict)
+        self.agents = list(self.possible_agents)
+        return result
+
+
+class MaskedDuel(Duel):
+    """Keeps every rule: a Dict observation with an int8 action mask that 'b' must obey
+    (no action 0), as PettingZoo's classic envs do."""
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        self.observation_spaces = {a: gym.spaces.Dict({
+            "observation": gym.spaces.Box(0.0, 100.0, (2,), np.float32),
+            "action_mask": gym.spaces.Box(0, 1, (3,), np.int8),
+        }) for a in self.possible_agents}
+
+    def _mask(self, agent: str) -> Any:
+        return np.array([0, 1, 1] if agent == "b" else [1, 1, 1], np.int8)
+
+    def _obs(self, agent: str) -> Any:
+        return {"observation": super()._obs(agent), "action_mask": self._mask(agent)}
+
+    def step(self, action_dict: dict) -> Any:
+        if not self.over and action_dict.get("b") == 0:
+            raise ValueError("'b' may not play 0: its action mask forbids it")
+        return super().step(action_dict)
+
+
+class MaskAsListInObs(MaskedDuel):
+    def _mask(self, agent: str) -> Any:
+        return super()._mask(agent).tolist()
+
+
+class MaskOfWrongDtypeInObs(MaskedDuel):
+    def _mask(self, agent: str) -> Any:
+        return super()._mask(agent).astype(np.float64)
+
+
+class MaskAsListInInfos(Duel):
+    """Puts the action mask in infos as a Python list."""
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        obs, _ = super().reset(seed=seed, options=options)
+        return obs, {a: {"action_mask": [1, 1, 1]} for a in obs}
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, _ = super().step(action_dict)
+        return obs, rew, term, trunc, {a: {"action_mask": [1, 1, 1]} for a in obs}
+
+
+class ProbabilityMaskInInfos(MaskAsListInInfos):
+    """Puts action probabilities where the action mask goes."""
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        obs, infos = super().reset(seed=seed, options=options)
+        return obs, self._probabilities(infos)
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, infos = super().step(action_dict)
+        return obs, rew, term, trunc, self._probabilities(infos)
+
+    @staticmethod
+    def _probabilities(infos: dict) -> dict:
+        return {a: {"action_mask": np.array([0.5, 0.25, 0.25])} for a in infos}
+
+
+class PadsTheActionDict(Duel):
+    """Fills in a no-op for the idle agent in the caller's action dict, to log joint actions."""
+
+    def step(self, action_dict: dict) -> Any:
+        result = super().step(action_dict)
+        for agent in self.possible_agents:
+            action_dict.setdefault(agent, 0)
+        return result
+
+
+class HoardsFrames(Duel):
+    """Keeps a rendered frame of every step in a list that reset() never clears."""
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        self.frames: list[np.ndarray] = []
+
+    def step(self, action_dict: dict) -> Any:
+        self.frames.append(np.zeros((64, 64, 3), np.uint8))
         return super().step(action_dict)
 
 

@@ -2,42 +2,69 @@
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import pytest
 
 from marlhub.conformance import RULES, check
 from marlhub.conformance import rules as R
 from tests.conformance import rule_breakers as B
 
-# (env class, the one rule it breaks, check() options)
-BREAKERS = [
-    (B.ResetReturnsObsOnly, R.RESET_RETURNS_DICTS, {}),
-    (B.ResetWithoutOptions, R.RESET_RETURNS_DICTS, {}),
-    (B.StepReturnsGymFourTuple, R.STEP_RETURNS_TUPLE, {}),
-    (B.StepReturnsListObs, R.STEP_RETURNS_TUPLE, {}),
-    (B.RewardsUnknownAgent, R.IDS_KNOWN, {}),
-    (B.AgentsMissActor, R.IDS_AGENTS_CONSISTENT, {}),
-    (B.NewSpaceEachCall, R.SPACE_DEFINED, {}),
-    (B.Float64Obs, R.OBS_IN_SPACE, {}),
-    (B.RaisesOnAction2, R.TURN_ACTIONS_ACCEPTED, {}),
-    (B.MaskAllowsNothing, R.TURN_ACTIONS_ACCEPTED, {}),
-    (B.NobodyActsAtStep3, R.TURN_ACTORS_EXIST, {}),
-    (B.NoAllInTruncateds, R.DONE_ALL_PRESENT, {}),
-    (B.IntDoneFlags, R.DONE_FLAGS_BOOL, {}),
-    (B.AllDoneButNoAll, R.DONE_ALL_CONSISTENT, {}),
-    (B.RewardsDeadAgent, R.DONE_FINAL, {}),
-    (B.TruncatesWithoutObs, R.DONE_TRUNCATION_HAS_OBS, {}),
-    (B.ActorWithoutReward, R.REWARD_PRESENT, {}),
-    (B.BoolReward, R.REWARD_SCALAR, {}),
-    (B.NanReward, R.REWARD_SCALAR, {}),
-    (B.RewardsAbsentAgent, R.REWARD_ANY_AGENT, {}),
-    (B.InfoForIdleAgent, R.INFO_KEYS, {}),
-    (B.InfoNotDict, R.INFO_KEYS, {}),
-    (B.GlobalRandomRewards, R.SEED_REPRODUCIBLE, {}),
-    (B.NeverEnds, R.EPISODE_ENDS, {"max_steps": 30}),
-    (B.StepAfterEndWorks, R.EPISODE_STEP_AFTER_END, {}),
-    (B.ResetRaises, R.ENV_RAISED, {}),
-    (B.HangsAtStep2, R.ENV_TIMEOUT, {"timeout": 0.5}),
+MODULE = B.__name__
+
+# (target, the one rule it breaks, check() options, the severity when not the rule's own).
+# A target is an env class, or a `module:attr` string where a fresh process must build it.
+BREAKERS: list[tuple[Any, str, dict[str, Any], Optional[str]]] = [
+    (B.ResetReturnsObsOnly, R.RESET_RETURNS_DICTS, {}, None),
+    (B.ResetWithoutOptions, R.RESET_RETURNS_DICTS, {}, None),
+    (B.KeepsTallyAcrossResets, R.RESET_MID_EPISODE, {}, None),
+    (B.StepReturnsGymFourTuple, R.STEP_RETURNS_TUPLE, {}, None),
+    (B.StepReturnsListObs, R.STEP_RETURNS_TUPLE, {}, None),
+    (B.RewardsUnknownAgent, R.IDS_KNOWN, {}, None),
+    (B.AgentsMissActor, R.IDS_AGENTS_CONSISTENT, {}, None),
+    (B.KeepsAgentsAtTheEnd, R.IDS_AGENTS_CONSISTENT, {}, "warning"),
+    (B.NewSpaceEachCall, R.SPACE_DEFINED, {}, None),
+    (B.RebuildsSpacesOnReset, R.SPACE_DEFINED, {}, None),
+    (B.SwapsActionSpaceMidEpisode, R.SPACE_DEFINED, {}, None),
+    (B.Float64Obs, R.OBS_IN_SPACE, {}, None),
+    (B.MaskAsListInObs, R.OBS_IN_SPACE, {}, None),
+    (B.MaskOfWrongDtypeInObs, R.OBS_IN_SPACE, {}, None),
+    (B.RaisesOnAction2, R.TURN_ACTIONS_ACCEPTED, {}, None),
+    (B.MaskAllowsNothing, R.TURN_ACTIONS_ACCEPTED, {}, None),
+    (B.LogsActionsAsJson, R.TURN_ACTIONS_ACCEPTED, {}, None),
+    (B.NobodyActsAtStep3, R.TURN_ACTORS_EXIST, {}, None),
+    (B.MaskAsListInInfos, R.TURN_MASK_VALID, {}, None),
+    (B.ProbabilityMaskInInfos, R.TURN_MASK_VALID, {}, None),
+    (B.PadsTheActionDict, R.TURN_ACTION_DICT_UNTOUCHED, {}, None),
+    (B.NoAllInTruncateds, R.DONE_ALL_PRESENT, {}, None),
+    (B.IntDoneFlags, R.DONE_FLAGS_BOOL, {}, None),
+    (B.AllDoneButNoAll, R.DONE_ALL_CONSISTENT, {}, None),
+    (B.RewardsDeadAgent, R.DONE_FINAL, {}, None),
+    (B.TruncatesWithoutObs, R.DONE_TRUNCATION_HAS_OBS, {}, None),
+    (B.TruncatesWaitingAgentWithoutObs, R.DONE_TRUNCATION_HAS_OBS, {}, None),
+    (B.ActorWithoutReward, R.REWARD_PRESENT, {}, None),
+    (B.BoolReward, R.REWARD_SCALAR, {}, None),
+    (B.NanReward, R.REWARD_SCALAR, {}, None),
+    (B.RewardsAbsentAgent, R.REWARD_ANY_AGENT, {}, None),
+    (B.InfoForIdleAgent, R.INFO_KEYS, {}, None),
+    (B.InfoNotDict, R.INFO_KEYS, {}, None),
+    (B.GlobalRandomRewards, R.SEED_REPRODUCIBLE, {}, None),
+    (B.SaltedByInstanceCount, R.SEED_REPRODUCIBLE, {}, None),
+    (f"{MODULE}:SetOrderMatters", R.SEED_REPRODUCIBLE, {}, None),
+    (B.NeverEnds, R.EPISODE_ENDS, {"max_steps": 30}, None),
+    (B.StepAfterEndWorks, R.EPISODE_STEP_AFTER_END, {}, None),
+    (B.StepsOnAfterTheEnd, R.EPISODE_STEP_AFTER_END, {}, None),
+    (B.CrashesAfterTheEnd, R.EPISODE_STEP_AFTER_END, {}, None),
+    (B.HoardsFrames, R.RESOURCE_MEMORY_BOUNDED, {}, None),
+    (B.ResetRaises, R.ENV_RAISED, {}, None),
+    (B.NeedsASeed, R.ENV_RAISED, {}, None),
+    (B.ReadsOptionKeys, R.ENV_RAISED, {}, None),
+    (B.HangsAtStep2, R.ENV_TIMEOUT, {"timeout": 0.5}, None),
 ]
+
+
+def _name(target: Any) -> str:
+    return target.rpartition(":")[2] if isinstance(target, str) else target.__name__
 
 
 def test_the_well_behaved_env_keeps_every_rule() -> None:
@@ -48,17 +75,18 @@ def test_the_well_behaved_env_keeps_every_rule() -> None:
 
 
 def test_every_contract_rule_has_a_breaker() -> None:
-    covered = {rule for _, rule, _ in BREAKERS}
+    covered = {rule for _, rule, _, _ in BREAKERS}
     lockstep = {R.EQUIV_TRAJECTORY, R.EQUIV_RETURNS}  # tested with the adapters
     assert set(RULES) - lockstep <= covered
 
 
-@pytest.mark.parametrize(("env_cls", "rule", "options"), BREAKERS,
-                         ids=[f"{c.__name__}-{r}" for c, r, _ in BREAKERS])
-def test_breaker_is_reported_under_its_rule_only(env_cls: type, rule: str, options: dict) -> None:
-    report = check(env_cls, episodes=3, **options)
+@pytest.mark.parametrize(("target", "rule", "options", "severity"), BREAKERS,
+                         ids=[f"{_name(t)}-{r}" for t, r, _, _ in BREAKERS])
+def test_breaker_is_reported_under_its_rule_only(target: Any, rule: str, options: dict,
+                                                 severity: Optional[str]) -> None:
+    report = check(target, episodes=3, **options)
     assert report.rules_broken() == [rule], str(report)
-    expected_severity = RULES[rule].severity
+    expected_severity = severity or RULES[rule].severity
     assert {f.severity for f in report.findings} == {expected_severity}
     assert report.ok == (expected_severity == "warning")
     for finding in report.findings:
@@ -127,7 +155,13 @@ def test_docs_envs_verbatim_break_exactly_what_marlhub_fixes() -> None:
     rps = check(DocsRockPaperScissors, episodes=3)
     assert set(rps.rules_broken()) == {
         R.DONE_ALL_PRESENT, R.IDS_AGENTS_CONSISTENT, R.EPISODE_STEP_AFTER_END,
+        R.TURN_ACTIONS_ACCEPTED,
     }
+    # WIN_MATRIX[move1, move2] takes np.int64 (it hashes as an int) but not a 0-d array,
+    # which Discrete.contains accepts (and torch's .numpy() gives); marlhub's env takes both.
+    [forms] = rps.by_rule()[R.TURN_ACTIONS_ACCEPTED]
+    assert "unhashable type: 'numpy.ndarray'" in forms.message and "0-d" in forms.message
+    assert check("rock_paper_scissors", episodes=3).ok
     assert all(f.severity == "warning" for f in rps.by_rule()[R.IDS_AGENTS_CONSISTENT])
     assert rps.by_rule()[R.EPISODE_STEP_AFTER_END][0].severity == "warning"
     ttt = check(DocsTicTacToe, episodes=10)

@@ -1,0 +1,378 @@
+"""Probes: what users vary around the seeded episodes, each judged under its rule.
+
+Once per target, besides playing its episodes, the driver asks :class:`Probes` to:
+
+* step where there is no episode: on a fresh instance before any reset, and
+  after ``__all__`` with the last action dict and with ``{}``; each must raise
+  a clear error, not return, nor crash from inside (``episode.step_after_end``);
+* reset without a seed, and with ``options={}`` as Gymnasium's ``check_env``
+  does (``reset.returns_dicts``, ``env.raised``);
+* play a recorded episode again with its Discrete actions as ``numpy.int64``
+  and 0-d arrays (``turn.actions_accepted``), on a fresh instance
+  (``seed.reproducible``), and after a reset in the middle of it
+  (``reset.mid_episode``);
+* replay one seeded episode a few times under tracemalloc
+  (``resource.memory_bounded``);
+* compare episode 0 with its replay in a fresh process with another
+  ``PYTHONHASHSEED`` (``seed.reproducible``).
+
+Every probe copies the action dicts it sends and never stops the check: what
+the env raises becomes a finding.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import gymnasium as gym
+import numpy as np
+
+from marlhub.conformance.calls import EnvTimeout, Malformed, short, unpack_reset
+from marlhub.conformance.fresh_process import FreshProcess
+from marlhub.conformance.memory import PROBE_EPISODES, memory_growth
+from marlhub.conformance.trajectories import (
+    NAMES,
+    Recording,
+    Snapshot,
+    copy_actions,
+    first_difference,
+    play_actions,
+    step_digests,
+)
+from marlhub.contract import rules
+from marlhub.contract.findings import Reproducer
+from marlhub.errors import MarlhubError
+
+if TYPE_CHECKING:
+    from marlhub.conformance.driver import Driver
+
+__all__ = ["Probes", "why_not_refused"]
+
+#: Exceptions that, without a word about reset in their message, are crashes from
+#: inside the env rather than a refusal to step.
+_CRASHES = (AttributeError, KeyError, IndexError, TypeError, NameError, ZeroDivisionError,
+            RecursionError)
+
+_REFUSE = ("raise an error that says reset() is needed (e.g. marlhub.ResetNeededError)")
+
+
+def why_not_refused(env: Any, action: Mapping[Any, Any]) -> Optional[str]:
+    """Step ``env`` where it must refuse; return what it did instead, or None if it refused.
+
+    A refusal is an exception with a message that is not a crash from inside
+    (an AttributeError, KeyError, TypeError, ... that does not mention reset).
+
+    Example:
+        >>> class Env:
+        ...     def step(self, action):
+        ...         return self.board[0]
+        >>> why_not_refused(Env(), {}).startswith("raised AttributeError: 'Env' object has no")
+        True
+    """
+    try:
+        env.step(action)
+    except EnvTimeout:
+        raise
+    except Exception as exc:
+        text = str(exc).strip()
+        if not text:
+            return f"raised {type(exc).__name__} with no message"
+        if (isinstance(exc, _CRASHES) and not isinstance(exc, MarlhubError)
+                and "reset" not in text.lower()):
+            return (f"raised {type(exc).__name__}: {_clip(text)} ({_origin(exc)}), a crash "
+                    "inside the env rather than a refusal")
+        return None
+    return "returned normally instead of raising"
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _origin(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return "no traceback"
+    code = tb.tb_frame.f_code
+    return f"{Path(code.co_filename).name}:{tb.tb_lineno} in {code.co_name}"
+
+
+class Probes:
+    """The target-level probes of one :class:`~marlhub.conformance.driver.Driver`.
+
+    Each method runs one probe on the driver's env and reports through the
+    driver's ``add``; none raises for the env's faults.
+
+    Example:
+        >>> import marlhub
+        >>> from marlhub.conformance.driver import Driver
+        >>> from marlhub.conformance.options import CheckOptions
+        >>> driver = Driver(marlhub.make("tic_tac_toe"), "tic_tac_toe", CheckOptions())
+        >>> driver.probes.resets()  # reset() and reset(options={}) both work
+        >>> driver.probes.memory()  # and it keeps nothing from episode to episode
+        >>> driver.report.findings
+        []
+    """
+
+    def __init__(self, driver: Driver) -> None:
+        self.d = driver
+
+    # -- step where there is no episode ---------------------------------------------------
+
+    def step_before_reset(self) -> None:
+        """Build a fresh instance and step it with ``{}`` before any reset."""
+        if self.d.make_fresh is None:
+            return
+        try:
+            fresh = self.d.make_fresh()
+        except Exception:
+            return  # the main check reports what building the env does
+        problem = why_not_refused(fresh, {})
+        _close(fresh)
+        if problem:
+            self.d.add(rules.EPISODE_STEP_AFTER_END,
+                       f"step() before the first reset() {problem}; {_REFUSE}.")
+
+    def step_after_end(self, episode: int, seed: Optional[int],
+                       actions: list[dict[Any, Any]]) -> None:
+        """Step after ``__all__`` with the last action dict, then with ``{}``."""
+        last = actions[-1] if actions else {}
+        problems, first = [], None
+        for what, sent in ((f"the last action dict {short(last, 80)}", last), ("{}", {})):
+            problem = why_not_refused(self.d.env, copy_actions(sent))
+            if problem:
+                problems.append(f"with {what} it {problem}")
+                first = sent if first is None else first
+        if first is not None:
+            self.d.add(rules.EPISODE_STEP_AFTER_END,
+                       f"step() after the episode ended with __all__: {'; '.join(problems)}. "
+                       "Check at the top of step() that an episode is running, before reading "
+                       f"the actions, and {_REFUSE}.",
+                       episode=episode, reproducer=Reproducer(seed, [*actions, dict(first)]))
+
+    # -- resets ---------------------------------------------------------------------------
+
+    def resets(self) -> None:
+        """Reset without a seed, and with ``options={}`` when reset takes options."""
+        calls: list[tuple[str, dict[str, Any], str]] = [
+            ("reset()", {}, "reset must work without a seed too: pass seed=None on to "
+             "super().reset(seed=seed), which then draws one from the OS"),
+        ]
+        if "options" in self.d.reset_kwargs:
+            calls.append(("reset(options={})", {"options": {}},
+                          "Gymnasium's check_env resets this way: read options with "
+                          "options.get(key, default) and treat a missing key as the default"))
+        for label, kwargs, fix in calls:
+            try:
+                unpack_reset(self.d.env.reset(**kwargs))
+            except EnvTimeout:
+                raise
+            except Malformed as exc:
+                self.d.add(exc.rule, f"{label}: {exc}")
+            except Exception as exc:
+                self.d.add(rules.ENV_RAISED,
+                           f"{label} raised {type(exc).__name__}: {_clip(str(exc))}; {fix}.")
+
+    # -- a recorded episode, again ---------------------------------------------------------
+
+    def action_forms(self, ref: Recording) -> None:
+        """Replay ``ref`` with its int actions of Discrete spaces as numpy.int64 and 0-d arrays."""
+        converted = [self._numpy_forms(i, a) for i, a in enumerate(ref.actions)]
+        if all(_same_types(a, b) for a, b in zip(ref.actions, converted)):
+            return  # no Discrete action: the arrays sent are already the numpy form
+        into: list[Snapshot] = []
+        error = self._play(ref, into, actions=converted)
+        difference = None if error else first_difference(ref.snapshots, into)
+        if not error and not difference:
+            return
+        if self._plain_replay_differs(ref):
+            return  # the env does not replay at all: not a matter of forms
+        k = len(into) if error else (difference[0] if difference else 0)
+        where: dict[str, Any] = {"episode": ref.episode,
+                                 "reproducer": Reproducer(ref.seed, converted[:k])}
+        if error:
+            if k == 0:
+                return  # reset raised: actions play no part in that
+            self.d.add(rules.TURN_ACTIONS_ACCEPTED,
+                       f"step() raised {error} on {_forms(ref.actions[k - 1], converted[k - 1])}, "
+                       "where the same actions as int were accepted; every form the space's "
+                       "contains() accepts is a valid action: convert with int(action) first.",
+                       step=k, **where)
+        elif difference:
+            k, what, reason = difference
+            self.d.add(rules.TURN_ACTIONS_ACCEPTED,
+                       f"the same seed ({ref.seed}) and the same actions given as numpy.int64 and "
+                       f"0-d arrays instead of int gave different {what} at step {k} ({reason}; "
+                       "int vs numpy); treat every integer form alike, e.g. a = int(a).",
+                       step=k, **where)
+
+    def _numpy_forms(self, index: int, actions: Mapping[Any, Any]) -> dict[Any, Any]:
+        out = copy_actions(actions)
+        for position, (agent, action) in enumerate(actions.items()):
+            if type(action) is int and isinstance(self.d.spaces.action_space(agent),
+                                                  gym.spaces.Discrete):
+                out[agent] = (np.int64(action) if (index + position) % 2 == 0
+                              else np.array(action, np.int64))
+        return out
+
+    def fresh_instance(self, ref: Recording) -> None:
+        """Replay ``ref`` on a newly built instance."""
+        if self.d.make_fresh is None:
+            return
+        try:
+            env = self.d.make_fresh()
+        except Exception:
+            return
+        into: list[Snapshot] = []
+        try:
+            error = self._play(ref, into, env=env)
+        finally:
+            _close(env)
+        where: dict[str, Any] = {"episode": ref.episode,
+                                 "reproducer": Reproducer(ref.seed, ref.actions)}
+        fix = ("State shared between instances (a class attribute, a module-level counter or "
+               "RNG) or kept from construction changes the episode: keep episode state on the "
+               "instance, set it in reset(), and draw randomness from self.np_random.")
+        if error:
+            self.d.add(rules.SEED_REPRODUCIBLE,
+                       f"on a fresh instance the same seed ({ref.seed}) and actions raised {error} "
+                       f"at step {max(len(into) - 1, 0)}, where the first instance did not. {fix}",
+                       **where)
+            return
+        difference = first_difference(ref.snapshots, into)
+        if difference:
+            k, what, reason = difference
+            self.d.add(rules.SEED_REPRODUCIBLE,
+                       f"a fresh instance, reset with the same seed ({ref.seed}) and given the same "
+                       f"actions, gave different {what} at step {k} ({reason}; first instance vs "
+                       f"fresh one). {fix}", step=k, **where)
+
+    def mid_episode_reset(self, ref: Recording) -> None:
+        """Stop ``ref`` halfway, reset with its seed and play it whole: it must not change."""
+        if len(ref.actions) < 2:
+            return
+        half = len(ref.actions) // 2
+        into: list[Snapshot] = []
+        error = self._play(ref, [], actions=ref.actions[:half]) or self._play(ref, into)
+        recipe = (f"reproduce: env.reset(seed={ref.seed}), {half} of the episode's action dicts, "
+                  f"env.reset(seed={ref.seed}) again, then all {len(ref.actions)}")
+        fix = ("Set all episode state in reset() (step counters, boards, buffers, the set of "
+               "done agents), not only when an episode ends.")
+        if error:
+            self.d.add(rules.RESET_MID_EPISODE,
+                       f"after a reset in the middle of an episode (after {half} steps), the same "
+                       f"seed ({ref.seed}) and actions raised {error}, where after a reset at the "
+                       f"end they did not ({recipe}). {fix}", episode=ref.episode)
+            return
+        difference = first_difference(ref.snapshots, into)
+        if difference:
+            k, what, reason = difference
+            self.d.add(rules.RESET_MID_EPISODE,
+                       f"a reset in the middle of an episode (after {half} of its "
+                       f"{len(ref.actions)} steps) did not start a clean one: the same seed "
+                       f"({ref.seed}) and actions then gave different {what} at step {k} "
+                       f"({reason}; after a reset at the end vs in the middle; {recipe}). {fix}",
+                       episode=ref.episode, step=k)
+
+    def _play(self, ref: Recording, into: list[Snapshot], *, env: Any = None,
+              actions: Optional[list[dict[Any, Any]]] = None) -> Optional[str]:
+        """Play ``ref``'s seed with ``actions`` (its own by default); return the error, if any."""
+        try:
+            play_actions(self.d.env if env is None else env, ref.seed,
+                         ref.actions if actions is None else actions, self.d.reset_kwargs, into)
+        except EnvTimeout:
+            raise
+        except Exception as exc:
+            return f"{type(exc).__name__}: {_clip(str(exc))}"
+        return None
+
+    def _plain_replay_differs(self, ref: Recording) -> bool:
+        into: list[Snapshot] = []
+        return bool(self._play(ref, into) or first_difference(ref.snapshots, into))
+
+    # -- memory and other processes ---------------------------------------------------------
+
+    def memory(self) -> None:
+        """Replay one seeded episode under tracemalloc; warn when memory grows every time."""
+        # The seed after the last episode's: no episode of the check is played again.
+        seed = self.d.options.seed + self.d.options.episodes
+        # At most as many steps as the episodes played: the probe never doubles a check.
+        steps = max(5, self.d.report.steps // PROBE_EPISODES)
+        try:
+            growth = memory_growth(self.d.env, seed, max_steps=min(self.d.options.max_steps, steps),
+                                   reset_kwargs=self.d.reset_kwargs)
+        except EnvTimeout:
+            raise
+        except Exception:
+            return  # the episodes report what the env raises
+        if growth is not None:
+            self.d.add(rules.RESOURCE_MEMORY_BOUNDED,
+                       f"memory traced by tracemalloc grew by {growth.per_episode / 1024:.1f} KiB "
+                       f"per episode over {growth.episodes} replays of the same seeded episode "
+                       f"(seed {seed}), {growth.total / 1024:.1f} KiB in all, most of it "
+                       f"allocated at {growth.where}; it should not grow at all. The env keeps "
+                       "something from every episode (frames, observations, a log): clear it in "
+                       "reset() or bound it, e.g. with collections.deque(maxlen=...).")
+
+    def fresh_process(self, child: FreshProcess, ref: Recording) -> None:
+        """Compare ``ref`` (episode 0) with the same episode played by ``child``."""
+        result = child.result()
+        if result is None or result.get("status") not in ("ok", "raised"):
+            return  # it could not build the target, or ran out of time: nothing to compare
+        mine = [step_digests(s) for s in ref.snapshots]
+        theirs = result.get("digests") or []
+        where: dict[str, Any] = {"episode": ref.episode,
+                                 "reproducer": Reproducer(ref.seed, ref.actions)}
+        head = (f"in a fresh process with PYTHONHASHSEED={child.hash_seed} (this one: "
+                f"{os.environ.get('PYTHONHASHSEED', 'random')}), episode {ref.episode} (seed "
+                f"{ref.seed}, random legal actions drawn alike)")
+        fix = ("The episode depends on something that changes between processes: most often the "
+               "order of a set (or of a dict built from one) of strings, which hash "
+               "randomization changes; or id(), object addresses, time. Iterate in a fixed order "
+               "(lists, sorted(...)) and draw randomness from self.np_random.")
+        for index, (a, b) in enumerate(zip(mine, theirs)):
+            for name, x, y in zip(NAMES, a, b):
+                if x != y:
+                    self.d.add(rules.SEED_REPRODUCIBLE,
+                               f"{head} gave different {name} at step {index} than in this "
+                               f"process. {fix}", step=index, **where)
+                    return
+        if result["status"] == "raised" and len(theirs) <= len(mine):
+            self.d.add(rules.SEED_REPRODUCIBLE,
+                       f"{head} raised {_clip(str(result.get('error')))} at step "
+                       f"{len(theirs)}, which this process played without error. {fix}",
+                       step=len(theirs), **where)
+        elif len(mine) != len(theirs):
+            self.d.add(rules.SEED_REPRODUCIBLE,
+                       f"{head} took {len(theirs) - 1} steps where this process took "
+                       f"{len(mine) - 1}. {fix}", **where)
+
+
+def _same_types(a: Mapping[Any, Any], b: Mapping[Any, Any]) -> bool:
+    return all(type(a[k]) is type(b[k]) for k in a)
+
+
+def _forms(plain: Mapping[Any, Any], sent: Mapping[Any, Any]) -> str:
+    parts = []
+    for agent, value in sent.items():
+        if isinstance(value, np.ndarray) and type(plain.get(agent)) is int:
+            parts.append(f"{agent!r}: np.array({plain[agent]}) (a 0-d int64 array)")
+        elif isinstance(value, np.generic) and type(plain.get(agent)) is int:
+            parts.append(f"{agent!r}: np.int64({plain[agent]})")
+        else:
+            parts.append(f"{agent!r}: {short(value, 40)}")
+    return "the action dict {" + ", ".join(parts) + "}"
+
+
+def _close(env: Any) -> None:
+    close = getattr(env, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # closing is best effort
+            pass
