@@ -8,7 +8,8 @@ and prints:
 
 * per target: how many ids pass, fail, are refused (structure) or skipped;
 * every failure with the checker's words;
-* the matrix, one line per id (``P`` pass, ``F`` fail, ``R`` refused, ``S`` skipped).
+* the matrix, one line per id (``P`` pass, ``F`` fail, ``R`` refused, ``S`` skipped,
+  ``K`` a known fault of a native library, reproducible without marlhub).
 
 Usage::
 
@@ -41,7 +42,7 @@ from marlhub.conformance.targets import expand_targets  # noqa: E402
 
 DEFAULT_PATTERNS = ["rock_paper_scissors", "tic_tac_toe", "traffic", "openspiel/*",
                     "pettingzoo/*", "gymnasium/*"]
-LETTER = {"pass": "P", "fail": "F", "refused": "R", "skipped": "S"}
+LETTER = {"pass": "P", "fail": "F", "refused": "R", "skipped": "S", "known-fault": "K"}
 LIBRARIES = ["gymnasium", "pettingzoo", "open_spiel", "ray", "torchrl", "supersuit", "numpy"]
 
 
@@ -76,7 +77,8 @@ def _print_counts(loaded: list[Outcome], targets: tuple[str, ...], not_loaded: i
                   seconds: float) -> None:
     print(f"{len(loaded)} ids converted to {len(targets)} targets in {seconds:.0f} s "
           f"({not_loaded} ids do not load as they are)\n")
-    print(f"| target | pass | fail | refused | skipped |\n|---|---|---|---|---|")
+    print("| target | pass | fail | refused | skipped | known native fault |\n"
+          "|---|---|---|---|---|---|")
     for target in targets:
         counts = {s: 0 for s in LETTER}
         for o in loaded:
@@ -84,15 +86,15 @@ def _print_counts(loaded: list[Outcome], targets: tuple[str, ...], not_loaded: i
                 if c.target == target:
                     counts[c.status] += 1
         print(f"| {target} | {counts['pass']} | {counts['fail']} | {counts['refused']} | "
-              f"{counts['skipped']} |")
+              f"{counts['skipped']} | {counts['known-fault']} |")
     print()
 
 
 def _print_failures(loaded: list[Outcome]) -> None:
     for o in loaded:
         for c in o.report.conversions:  # type: ignore[union-attr]
-            if c.status == "fail":
-                print(f"FAIL {o.target} -> {c.target}: {c.reason[:300]}")
+            if c.status in ("fail", "known-fault"):
+                print(f"{c.status.upper()} {o.target} -> {c.target}: {c.reason[:300]}")
     print()
 
 

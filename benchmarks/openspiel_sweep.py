@@ -31,11 +31,11 @@ from typing import Any, Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from marlhub.conformance.runner import CheckOptions, Outcome, run_targets  # noqa: E402
 from marlhub.adapters.openspiel.family import (  # noqa: E402
     PARAMETERISED_EXAMPLES,
     OpenSpielFamily,
 )
+from marlhub.conformance.runner import CheckOptions, Outcome, run_targets  # noqa: E402
 
 #: Games that load with default parameters but cannot pass, and why (checked: they must fail).
 KNOWN_EXCEPTIONS = {

@@ -12,7 +12,10 @@ and requires every agent's return and action count to be unchanged
 A target is ``refused`` up front, with the reason, only where the conversion is
 impossible by structure (a turn-based env to the parallel API; continuous
 actions to OpenSpiel); ``skipped`` when its library is not installed (the
-reason names the extra); else ``pass`` or ``fail`` with what the checker said.
+reason names the extra); ``known-fault`` when the failure is a fault of a
+native library that reproduces without marlhub (a family's ``known_faults``
+keyed ``target.<api>``, or a checker's own limitation listed here); else
+``pass`` or ``fail`` with what the checker said.
 
 Example:
     >>> import marlhub
@@ -44,7 +47,7 @@ __all__ = ["TARGET_NAMES", "TargetResult", "check_targets", "parse_targets"]
 TARGET_NAMES = ("pettingzoo.aec", "pettingzoo.parallel", "openspiel", "gymnasium", "rllib",
                 "torchrl")
 
-Status = Literal["pass", "fail", "refused", "skipped"]
+Status = Literal["pass", "fail", "refused", "skipped", "known-fault"]
 _short_names = itertools.count()
 
 
@@ -102,7 +105,13 @@ def check_targets(make_env: Callable[[], Any], targets: Sequence[str], *,
         One :class:`TargetResult` per target, in the order given.
     """
     profile = EnvProfile.of(make_env, seed=seed)
-    return [_one(target, make_env, profile, seed) for target in targets]
+    results = [_one(target, make_env, profile, seed) for target in targets]
+    for result in results:
+        limit = profile.checker_limitation(result.target)
+        if limit and result.status == "fail":
+            result.status = "known-fault"
+            result.reason = f"{limit}: {result.reason}"
+    return results
 
 
 def _one(target: str, make_env: Callable[[], Any], profile: EnvProfile,

@@ -95,6 +95,6 @@ def _conversion_cases(suite: ET.Element, report: Report) -> int:
             failures += 1
             ET.SubElement(case, "failure", type=f"target.{result.target}",
                           message=result.reason[:500]).text = result.reason
-        elif result.status in ("refused", "skipped"):
+        elif result.status in ("refused", "skipped", "known-fault"):
             ET.SubElement(case, "skipped", message=f"{result.status}: {result.reason}"[:500])
     return failures

@@ -27,6 +27,12 @@ __all__ = ["EnvProfile"]
 _TENSORS = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
 
+def _holds_tuple(space: gym.Space) -> bool:
+    if isinstance(space, gym.spaces.Tuple):
+        return True
+    return isinstance(space, gym.spaces.Dict) and any(map(_holds_tuple, space.spaces.values()))
+
+
 def _tensor_space(space: gym.Space) -> bool:
     if isinstance(space, gym.spaces.Dict):
         return all(_tensor_space(s) for s in space.spaces.values())
@@ -46,6 +52,7 @@ class EnvProfile:
         simultaneous: in the probed episodes every live agent acted in every step.
         turn_based_step: where a probed step was not simultaneous, who acted and who lived.
         all_from_reset: every possible agent was in the reset's observations.
+        tuple_obs: some observation space holds a Tuple.
     """
 
     agents: list[Any]
@@ -54,6 +61,7 @@ class EnvProfile:
     simultaneous: bool = True
     turn_based_step: str = ""
     all_from_reset: bool = True
+    tuple_obs: bool = False
 
     @classmethod
     def of(cls, make_env: Callable[[], Any], *, seed: int = 0, episodes: int = 2,
@@ -66,6 +74,7 @@ class EnvProfile:
             discrete=all(isinstance(env.get_action_space(a), gym.spaces.Discrete)
                          for a in agents),
             tensor_obs=all(_tensor_space(env.get_observation_space(a)) for a in agents),
+            tuple_obs=any(_holds_tuple(env.get_observation_space(a)) for a in agents),
         )
         for episode in range(episodes):
             for step in RandomEpisode(env, episode_seed(seed, episode), max_steps=max_steps):
@@ -91,4 +100,14 @@ class EnvProfile:
             return "non-Discrete action spaces: OpenSpiel games have integer actions"
         if target == "torchrl" and not self.tensor_obs:
             return "observations that are not tensors (text, graphs): TorchRL specs hold tensors"
+        return None
+
+    def checker_limitation(self, target: str) -> Optional[str]:
+        """A known fault of ``target``'s own checker on envs of this structure, or None.
+
+        Each reproduces without marlhub, on a native env of that API with such spaces.
+        """
+        if target.startswith("pettingzoo") and self.tuple_obs:
+            return ("PettingZoo 1.27's api_test cannot check Tuple observation spaces (it reads "
+                    "the dtype of a sampled tuple), whatever env observes one")
         return None

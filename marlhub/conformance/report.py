@@ -83,7 +83,7 @@ class Report:
         timing = f" in {self.seconds:.2f}s" if self.seconds else ""
         statuses = [c.status for c in self.conversions]
         converted = (", conversions " + ", ".join(
-            f"{statuses.count(s)} {s}" for s in ("pass", "fail", "refused", "skipped")
+            f"{statuses.count(s)} {s}" for s in ("pass", "fail", "refused", "skipped", "known-fault")
             if s in statuses)) if statuses else ""
         return (
             f"{verdict} {self.target}: {self.episodes} episodes, {self.steps} steps, "

@@ -136,6 +136,11 @@ def _mark_known_faults(report: Report, env_id: Optional[str], registry: Registry
             finding.message = (
                 f"Known fault of the native env, not of the adapter ({reason}): {finding.message}"
             )
+    for conversion in report.conversions:  # keyed "target.<api>" in known_faults
+        reason = faults.get(f"target.{conversion.target}")
+        if reason and conversion.status == "fail":
+            conversion.status = "known-fault"
+            conversion.reason = f"known fault of the native env ({reason}): {conversion.reason}"
 
 
 def _lockstep(env_id: Optional[str], options: CheckOptions, registry: Registry) -> list[Finding]:

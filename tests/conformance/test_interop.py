@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,55 @@ def test_an_instance_target_is_converted_through_copies() -> None:
     report = check(env, episodes=1, interop=["pettingzoo.aec"])
     assert report.conversions[0].status == "pass"
     assert np.isfinite(report.seconds)
+
+
+def test_known_native_faults_are_reported_as_such_not_as_failures() -> None:
+    report = check("gymnasium/Blackjack-v1", episodes=1, interop=["pettingzoo.aec"])
+    conversion = report.conversions[0]
+    assert conversion.status == "known-fault" and "Tuple observation spaces" in conversion.reason
+    assert report.ok
+    native = check("openspiel/python_hangman", episodes=1, interop=["openspiel"])
+    assert native.conversions[0].status == "known-fault"
+    assert "lacks _action_to_string" in native.conversions[0].reason
+
+
+def test_pettingzoos_api_test_fails_natively_on_tuple_observations() -> None:
+    # The fault reproduces without marlhub: a PettingZoo env of its own that observes a Tuple.
+    import gymnasium
+    from pettingzoo.test import api_test
+    from pettingzoo.utils.env import AECEnv
+
+    class TupleObserver(AECEnv):
+        metadata = {"name": "tuple_observer", "is_parallelizable": False}
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.possible_agents = ["a"]
+            self.spaces = (gymnasium.spaces.Tuple([gymnasium.spaces.Discrete(2)]),
+                           gymnasium.spaces.Discrete(2))
+
+        def observation_space(self, agent: Any) -> gymnasium.Space:
+            return self.spaces[0]
+
+        def action_space(self, agent: Any) -> gymnasium.Space:
+            return self.spaces[1]
+
+        def reset(self, seed: Any = None, options: Any = None) -> None:
+            self.agents = ["a"]
+            self.rewards = self._cumulative_rewards = {"a": 0}
+            self.terminations, self.truncations, self.infos = {"a": False}, {"a": False}, {"a": {}}
+            self.agent_selection = "a"
+
+        def observe(self, agent: Any) -> Any:
+            return (0,)
+
+        def step(self, action: Any) -> None:
+            if self.terminations["a"]:
+                self._was_dead_step(action)
+                return
+            self.terminations = {"a": True}
+
+    with warnings.catch_warnings(), \
+            pytest.raises(AttributeError, match="'tuple' object has no attribute 'dtype'"):
+        warnings.simplefilter("ignore")  # its advice before it fails
+        api_test(TupleObserver(), num_cycles=2, verbose_progress=False)

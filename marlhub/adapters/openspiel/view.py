@@ -161,7 +161,9 @@ def to_openspiel(
         zero_sum: declare the game zero-sum; None: when the probe's returns sum to 0.
         utility_range: ``(min_utility, max_utility)`` of the GameInfo.
         max_game_length: the GameInfo's bound; default the env's ``max_steps``
-            attribute when it is an int, else 10000.
+            attribute when it is an int, else 10000. An episode still running then
+            ends there (as truncated: the returns stand as they are), so the game keeps
+            the bound it declares.
         probe_episodes: random episodes played to probe the env (0: none; then
             ``dynamics`` and ``reward_model`` must be given).
         seed: the seed of the probe and the default of the game's ``seed`` parameter.
@@ -212,7 +214,8 @@ def to_openspiel(
         max_game_length=int(length),
     )
     spec = GameSpec(make, agents, starts, sizes, dynamics == "simultaneous",
-                 [env.get_observation_space(a) for a in agents], tensor_size, label)
+                    [env.get_observation_space(a) for a in agents], tensor_size, label,
+                    max_length=int(length))
     pyspiel.register_game(game_type, _game_class(name, game_type, game_info, spec, seed))
     return pyspiel.load_game(name)
 

@@ -122,8 +122,10 @@ class GameSpec:
 
     def __init__(self, make: Callable[[], Any], agents: list[Any], starts: list[int],
                  sizes: list[int], simultaneous: bool, obs_spaces: list[gym.Space],
-                 tensor_size: Optional[int], label: str) -> None:
+                 tensor_size: Optional[int], label: str, max_length: int = 10_000) -> None:
         self.make = make
+        #: The game's declared MaxGameLength: an episode still running then is cut there.
+        self.max_length = max_length
         self.agents = agents
         self.index = {a: p for p, a in enumerate(agents)}
         self.starts = starts
@@ -150,6 +152,7 @@ class HubEpisode:
         self.rewards = [0.0] * n
         self.returns = [0.0] * n
         self.over = False
+        self.moves = 0
         self._take(obs, infos, {}, {})
 
     def _take(self, obs: Mapping[Any, Any], infos: Mapping[Any, Any],
@@ -190,7 +193,11 @@ class HubEpisode:
         for agent, reward in rewards.items():
             self.rewards[spec.index[agent]] += float(reward)
         self.returns = [r + d for r, d in zip(self.returns, self.rewards)]
-        self.over = bool(terminateds.get(ALL, False) or truncateds.get(ALL, False))
+        self.moves += 1
+        # An env whose episodes have no bound ends at the game's declared length, as
+        # OpenSpiel requires of its games (truncated: the returns are as they stand).
+        self.over = (bool(terminateds.get(ALL, False) or truncateds.get(ALL, False))
+                     or self.moves >= spec.max_length)
         self._take(obs, infos, terminateds, truncateds)
 
     def render_text(self) -> Optional[str]:

@@ -31,7 +31,7 @@ from typing import Any, Optional
 from marlhub.backends import import_backend
 from marlhub.context import EnvContext
 from marlhub.contract.findings import Finding
-from marlhub.contract.rules import SEED_REPRODUCIBLE
+from marlhub.contract.rules import RESET_MID_EPISODE, SEED_REPRODUCIBLE
 from marlhub.errors import ConfigError, UnknownEnvError, closest
 
 __all__ = ["PettingZooFamily"]
@@ -80,9 +80,10 @@ def _accepted_kwargs(entry_point: Any, module_name: Optional[str]) -> Optional[l
 #: reports their findings as warnings naming the upstream fault.
 KNOWN_FAULTS: dict[str, dict[str, str]] = {
     "butterfly/knights_archers_zombies-v11": {
-        SEED_REPRODUCIBLE: "PettingZoo 1.27 builds its zombie_spawn_interval counter in __init__ "
-        "and never resets it, so a second episode on the same instance differs from the first "
-        "under the same seed",
+        rule: "PettingZoo 1.27 builds its zombie_spawn_interval counter in __init__ and never "
+        "resets it, so a second episode on the same instance differs from the first under the "
+        "same seed"
+        for rule in (SEED_REPRODUCIBLE, RESET_MID_EPISODE)
     },
 }
 

@@ -377,3 +377,17 @@ def test_reading_observations_of_a_new_state_builds_no_other_env() -> None:
     twin = fresh.clone()  # a clone of a new state starts the same episode
     assert fresh.seed == twin.seed == 1 and str(fresh) == str(twin)
     assert game.new_initial_state().seed == 2
+
+
+def test_an_unbounded_env_ends_at_the_games_declared_length() -> None:
+    # CliffWalking has no time limit: its random episodes can outlast any bound.
+    game = to_openspiel(lambda: marlhub.make("gymnasium/CliffWalking-v1"),
+                        short_name="t_cliff_bounded", max_game_length=30)
+    assert game.max_game_length() == 30
+    state = game.new_initial_state()
+    moves = 0
+    while not state.is_terminal():
+        state.apply_action(0)  # up: never reaches the goal
+        moves += 1
+    assert moves == 30
+    pyspiel.random_sim_test(game, num_sims=2, serialize=False, verbose=False)
