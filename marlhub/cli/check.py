@@ -144,7 +144,8 @@ def _print_outcome(outcome: Outcome, *, quiet: bool, skipped: bool) -> None:
     report = outcome.report
     if report is None or (report.ok and quiet):
         return
-    text = str(report) if report.findings or report.conversions else report.summary_line()
+    detailed = report.findings or report.conversions or report.lockstep_seconds is not None
+    text = str(report) if detailed else report.summary_line()
     out(text)
 
 

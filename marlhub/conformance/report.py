@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from marlhub.conformance.interop import TargetResult
 from marlhub.contract.findings import Finding, Reproducer, jsonable
-from marlhub.contract.rules import RULES
+from marlhub.contract.rules import EQUIV_RETURNS, EQUIV_TRAJECTORY, RULES
 
 __all__ = ["Finding", "Report", "Reproducer", "jsonable"]
 
@@ -39,6 +39,8 @@ class Report:
         strict: whether warnings count against ``ok``.
         conversions: what each target API's own checker said of the converted env
             (``marlhub check --targets``); a failed one counts against ``ok``.
+        lockstep_seconds: how long the comparison with the native env took
+            (``--against-native``); None when it was not asked for.
     """
 
     target: str
@@ -48,6 +50,7 @@ class Report:
     seconds: float = 0.0
     strict: bool = False
     conversions: list[TargetResult] = field(default_factory=list)
+    lockstep_seconds: Optional[float] = None
 
     @property
     def errors(self) -> list[Finding]:
@@ -103,8 +106,23 @@ class Report:
                     lines.append(f"      reproduce: {f.reproducer.describe()}")
             if len(found) > 3:
                 lines.append(f"    ... and {len(found) - 3} more")
+        if self.lockstep_seconds is not None:
+            lines.append(self._lockstep_line())
         lines.extend(c.line() for c in self.conversions)
         return "\n".join(lines)
+
+    def _lockstep_findings(self) -> list[Finding]:
+        return [f for f in self.findings if f.rule in (EQUIV_TRAJECTORY, EQUIV_RETURNS)]
+
+    def _lockstep_line(self) -> str:
+        found = self._lockstep_findings()
+        verdict = f"{len(found)} finding(s)" if found else "identical to the native env"
+        return (f"  against native ({EQUIV_TRAJECTORY}, {EQUIV_RETURNS}): {verdict} "
+                f"({self.lockstep_seconds or 0.0:.2f}s)")
+
+    def __repr__(self) -> str:
+        grouped = ", ".join(f"{rule} x{len(found)}" for rule, found in self.by_rule().items())
+        return f"<Report {self.summary_line()}{'; ' + grouped if grouped else ''}>"
 
     def to_dict(self) -> dict[str, Any]:
         """Return the report as JSON-able data (one entry of the ``--json`` ``targets`` list)."""
@@ -116,26 +134,40 @@ class Report:
             "seconds": round(self.seconds, 4),
             "findings": [f.to_dict() for f in self.findings],
             "conversions": [c.to_dict() for c in self.conversions],
+            "against_native": None if self.lockstep_seconds is None else {
+                "rules": [EQUIV_TRAJECTORY, EQUIV_RETURNS],
+                "ok": not any(f.severity == "error" for f in self._lockstep_findings()),
+                "findings": len(self._lockstep_findings()),
+                "seconds": round(self.lockstep_seconds, 4),
+            },
         }
 
     def _repr_html_(self) -> str:
         verdict = "PASS" if self.ok else "FAIL"
         colour = "#1a7f37" if self.ok else "#cf222e"
-        rows = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
-                f.rule, f.severity, f.episode, f.step,
-                "" if f.agent is None else f.agent, f.message,
-            )) + "</tr>"
-            for f in self.findings
-        )
-        table = (
-            "<table><thead><tr><th>rule</th><th>severity</th><th>episode</th><th>step</th>"
-            f"<th>agent</th><th>message</th></tr></thead><tbody>{rows}</tbody></table>"
-            if self.findings else "<p>No findings.</p>"
-        )
+        sections = []
+        for rule, found in self.by_rule().items():  # grouped by rule, as the text report is
+            meta = RULES.get(rule)
+            rows = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
+                    f.episode, f.step, "" if f.agent is None else f.agent, f.message,
+                )) + "</tr>"
+                for f in found
+            )
+            sections.append(
+                f"<details><summary><b>{html.escape(found[0].severity)}</b> "
+                f"<code>{html.escape(rule)}</code>: {len(found)} finding(s)"
+                f"{' (' + html.escape(meta.summary) + ')' if meta else ''}</summary>"
+                "<table><thead><tr><th>episode</th><th>step</th><th>agent</th><th>message</th>"
+                f"</tr></thead><tbody>{rows}</tbody></table></details>"
+            )
+        extra = [html.escape(line.strip()) for line in (
+            [self._lockstep_line()] if self.lockstep_seconds is not None else [])]
+        extra += [html.escape(c.line().strip()) for c in self.conversions]
+        body = "".join(sections) or "<p>No findings.</p>"
+        notes = "".join(f"<p>{line}</p>" for line in extra)
         return (
             f"<div><p><b style='color:{colour}'>{verdict}</b> {html.escape(self.target)}: "
             f"{self.episodes} episodes, {self.steps} steps, {len(self.errors)} errors, "
-            f"{len(self.warnings)} warnings</p>{table}</div>"
+            f"{len(self.warnings)} warnings</p>{body}{notes}</div>"
         )
-

@@ -72,10 +72,12 @@ def run_targets(
     Args:
         targets: target strings (globs already expanded).
         settings: the check options for every target.
-        jobs: worker processes; 1 runs in this process.
+        jobs: worker processes; 1 runs in this process. With 2 or more every target
+            runs in a worker, a single one included, so a crash or hang in native code
+            becomes a finding of that target and the others go on.
         on_done: called as ``on_done(outcome, finished_count, total)`` after each target.
     """
-    if jobs <= 1 or len(targets) <= 1:
+    if jobs <= 1 or not targets:
         return _run_here(list(targets), settings, on_done)
     return _WorkerPool(settings, min(jobs, len(targets))).run(list(targets), on_done)
 

@@ -102,7 +102,10 @@ def check(
         _close(env)
     reg = registry or default_registry()
     if against_native:
+        start = time.perf_counter()
         report.findings.extend(_lockstep(resolved.registry_id, options, reg))
+        report.lockstep_seconds = time.perf_counter() - start
+        report.seconds += report.lockstep_seconds
     if options.interop:
         start = time.perf_counter()
         fresh = resolved.build if resolved.fresh else _copies_of(resolved.build())

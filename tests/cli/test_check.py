@@ -205,3 +205,42 @@ def test_conversions_are_refused_when_the_env_is_made() -> None:
     assert marlhub.make("tic_tac_toe", to="pettingzoo.parallel", turn_based="pad")
     with pytest.raises(ConversionError, match="Did you mean 'pettingzoo.aec'"):
         marlhub.make("traffic", to="pettingzoo")
+
+
+def test_a_single_crashing_target_under_jobs_gives_a_report_json_and_exit_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "crash.json"
+    code = main(["check", f"{BREAKERS}:CrashesTheInterpreter", "--jobs", "2", "--episodes", "2",
+                 "--json", str(path)])
+    assert code == 1
+    assert "FAIL" in capsys.readouterr().out
+    (entry,) = json.loads(path.read_text())["targets"]
+    assert entry["status"] == "fail"
+    assert entry["findings"][0]["rule"] == R.ENV_RAISED
+    assert "died (signal" in entry["findings"][0]["message"]
+
+
+def test_against_native_shows_its_rules_and_time_in_text_and_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pyspiel")
+    path = tmp_path / "r.json"
+    assert main(["check", "openspiel/kuhn_poker", "--episodes", "2", "--against-native",
+                 "--json", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "against native (equiv.trajectory, equiv.returns): identical to the native env" in text
+    (entry,) = json.loads(path.read_text())["targets"]
+    native = entry["against_native"]
+    assert native["rules"] == [R.EQUIV_TRAJECTORY, R.EQUIV_RETURNS] and native["ok"]
+    assert native["seconds"] > 0 and entry["seconds"] >= native["seconds"]
+    main(["check", "openspiel/kuhn_poker", "--episodes", "1", "--json", str(path)])
+    assert json.loads(path.read_text())["targets"][0]["against_native"] is None
+
+
+def test_report_repr_and_html_are_grouped_by_rule() -> None:
+    from marlhub.conformance import check
+
+    report = check(f"{BREAKERS}:ActorWithoutReward", episodes=2)
+    assert repr(report).startswith("<Report FAIL") and "reward.present x" in repr(report)
+    page = report._repr_html_()
+    assert page.count("<details>") == len(report.by_rule())
+    assert "<code>reward.present</code>" in page

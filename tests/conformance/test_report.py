@@ -39,7 +39,7 @@ def test_to_dict_is_json_serialisable_with_numpy_values() -> None:
 def test_html_table_for_notebooks_escapes_text() -> None:
     report = Report("<env>", findings=[Finding(R.INFO_KEYS, "error", "a < b", 1, 2, "x")])
     html = report._repr_html_()
-    assert "&lt;env&gt;" in html and "a &lt; b" in html and "<td>info.keys</td>" in html
+    assert "&lt;env&gt;" in html and "a &lt; b" in html and "<code>info.keys</code>" in html
     assert "No findings." in Report("ok")._repr_html_()
 
 
