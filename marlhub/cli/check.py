@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,21 @@ def run_check(args: argparse.Namespace) -> int:
         episodes=args.episodes, seed=args.seed, max_steps=args.max_steps, strict=args.strict,
         timeout=args.timeout, against_native=args.against_native, interop=tuple(args.interop),
     )
-    progress = Progress(len(targets), unit="targets") if len(targets) > 1 else None
+    progress = (Progress(len(targets), unit="targets", quiet=args.quiet)
+                if len(targets) > 1 else None)
+    episodes = Progress(args.episodes, unit="episodes", quiet=args.quiet)
+
+    def on_episode(target: str, done: int, total: int) -> None:
+        # The episodes of the target under way, in this process (--jobs 1): long targets
+        # show a line with an ETA; the targets' bar comes back after each target.
+        if done == 1:
+            episodes.start, episodes.last = time.perf_counter(), 0.0
+        if progress:
+            progress.clear()
+        episodes.total = total
+        episodes(done, label=target)
+        if done == total:
+            episodes.clear()
 
     def on_done(outcome: Outcome, done: int, total: int) -> None:
         if progress:
@@ -107,7 +122,8 @@ def run_check(args: argparse.Namespace) -> int:
         if progress:
             progress(done, label=outcome.target)
 
-    outcomes = run_targets(targets, settings, jobs=args.jobs, on_done=on_done)
+    outcomes = run_targets(targets, settings, jobs=args.jobs, on_done=on_done,
+                           on_episode=on_episode)
     if progress:
         progress.close()
     reports = [o.report for o in outcomes if o.report is not None]

@@ -74,10 +74,10 @@ class Progress:
 
     DELAY = 1.0  # seconds before the first draw: short runs print nothing
 
-    def __init__(self, total: int, unit: str = "episodes") -> None:
+    def __init__(self, total: int, unit: str = "episodes", *, quiet: bool = False) -> None:
         self.total = total
         self.unit = unit
-        self.enabled = sys.stderr.isatty()
+        self.enabled = sys.stderr.isatty() and not quiet
         self.start = time.perf_counter()
         self.last = 0.0
         self.drawn = False
@@ -93,7 +93,9 @@ class Progress:
         filled = 30 * done // max(self.total, 1)
         bar = "#" * filled + "." * (30 - filled)
         extra = f", {steps:,} steps" if steps is not None else (f" {label}" if label else "")
-        sys.stderr.write(f"\r[{bar}] {done}/{self.total} {self.unit}{extra}"[:79])
+        elapsed = now - self.start
+        eta = f", ETA {elapsed / done * (self.total - done):.0f}s" if 0 < done < self.total else ""
+        sys.stderr.write(f"\r[{bar}] {done}/{self.total} {self.unit}{eta}{extra}"[:79])
         sys.stderr.flush()
         self.drawn = True
 

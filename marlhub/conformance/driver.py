@@ -92,6 +92,7 @@ class Driver:
         spec: the target as a string another process can build (a registry id of
             the default registry, ``module:attr`` or ``file.py:attr``); enables the
             replay in a fresh process. None otherwise.
+        on_episode: called as ``on_episode(done, total)`` after each episode (a progress bar).
 
     Attributes:
         reset_kwargs: the keywords besides ``seed`` that ``reset`` is called with.
@@ -104,8 +105,10 @@ class Driver:
         options: CheckOptions,
         make_fresh: Optional[Callable[[], Any]] = None,
         spec: Optional[str] = None,
+        on_episode: Optional[Callable[[int, int], None]] = None,
     ) -> None:
         self.env = env
+        self.on_episode = on_episode
         self.name = name
         self.options = options
         self.make_fresh = make_fresh
@@ -201,6 +204,8 @@ class Driver:
         for episode in range(self.options.episodes):
             played = self._play(episode)
             self.report.episodes += 1
+            if self.on_episode is not None:
+                self.on_episode(episode + 1, self.options.episodes)
             if played.ended and not probed_end:
                 probed_end = True
                 self.probes.step_after_end(episode, played.seed, played.actions)

@@ -41,6 +41,8 @@ class Report:
             (``marlhub check --targets``); a failed one counts against ``ok``.
         lockstep_seconds: how long the comparison with the native env took
             (``--against-native``); None when it was not asked for.
+        native_warnings: the warnings the env's libraries gave while it was checked,
+            each once (collected here instead of printed).
     """
 
     target: str
@@ -51,6 +53,7 @@ class Report:
     strict: bool = False
     conversions: list[TargetResult] = field(default_factory=list)
     lockstep_seconds: Optional[float] = None
+    native_warnings: list[str] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Finding]:
@@ -109,6 +112,11 @@ class Report:
         if self.lockstep_seconds is not None:
             lines.append(self._lockstep_line())
         lines.extend(c.line() for c in self.conversions)
+        if self.native_warnings:
+            shown = "; ".join(w[:160] for w in self.native_warnings[:3])
+            more = len(self.native_warnings) - 3
+            lines.append(f"  note: the env's libraries warned: {shown}"
+                         + (f"; ... ({more} more)" if more > 0 else ""))
         return "\n".join(lines)
 
     def _lockstep_findings(self) -> list[Finding]:
@@ -134,6 +142,7 @@ class Report:
             "seconds": round(self.seconds, 4),
             "findings": [f.to_dict() for f in self.findings],
             "conversions": [c.to_dict() for c in self.conversions],
+            "warnings": list(self.native_warnings),
             "against_native": None if self.lockstep_seconds is None else {
                 "rules": [EQUIV_TRAJECTORY, EQUIV_RETURNS],
                 "ok": not any(f.severity == "error" for f in self._lockstep_findings()),

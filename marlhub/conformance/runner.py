@@ -51,9 +51,10 @@ class Outcome:
     load_error: Optional[str] = None
 
 
-def _check_one(target: str, settings: CheckOptions) -> Outcome:
+def _check_one(target: str, settings: CheckOptions,
+               on_episode: Optional[Callable[[int, int], None]] = None) -> Outcome:
     try:
-        return Outcome(target, report=check(target, **asdict(settings)))
+        return Outcome(target, report=check(target, **asdict(settings), on_episode=on_episode))
     except Exception as exc:
         # check() turns every fault of a built env into findings; what escapes it is a
         # load error (bad id, bad module, a creator or factory raising).
@@ -66,6 +67,7 @@ def run_targets(
     *,
     jobs: int = 1,
     on_done: Optional[Callable[[Outcome, int, int], None]] = None,
+    on_episode: Optional[Callable[[str, int, int], None]] = None,
 ) -> list[Outcome]:
     """Check every target and return the outcomes in the order of ``targets``.
 
@@ -76,14 +78,17 @@ def run_targets(
             runs in a worker, a single one included, so a crash or hang in native code
             becomes a finding of that target and the others go on.
         on_done: called as ``on_done(outcome, finished_count, total)`` after each target.
+        on_episode: called as ``on_episode(target, episodes_done, episodes)`` after each
+            episode of a target checked in this process (``jobs=1``).
     """
     if jobs <= 1 or not targets:
-        return _run_here(list(targets), settings, on_done)
+        return _run_here(list(targets), settings, on_done, on_episode)
     return _WorkerPool(settings, min(jobs, len(targets))).run(list(targets), on_done)
 
 
 def _run_here(targets: list[str], settings: CheckOptions,
-              on_done: Optional[Callable[[Outcome, int, int], None]]) -> list[Outcome]:
+              on_done: Optional[Callable[[Outcome, int, int], None]],
+              on_episode: Optional[Callable[[str, int, int], None]] = None) -> list[Outcome]:
     """Check the targets one after another, each one's fresh process started a target ahead."""
     outcomes = []
     try:
@@ -91,7 +96,9 @@ def _run_here(targets: list[str], settings: CheckOptions,
             if settings.replay and i + 1 < len(targets):
                 prefetch(targets[i + 1], seed=settings.seed, max_steps=settings.max_steps,
                          seconds=min(FRESH_PROCESS_SECONDS, settings.timeout or FRESH_PROCESS_SECONDS))
-            outcomes.append(_check_one(target, settings))
+            progress = (None if on_episode is None
+                        else lambda done, total, t=target: on_episode(t, done, total))
+            outcomes.append(_check_one(target, settings, progress))
             if on_done:
                 on_done(outcomes[-1], i + 1, len(targets))
     finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
@@ -40,6 +41,7 @@ def check(
     replay: bool = True,
     interop: Sequence[str] = (),
     registry: Optional[Registry] = None,
+    on_episode: Optional[Callable[[int, int], None]] = None,
     name: Optional[str] = None,
 ) -> Report:
     """Check ``target`` against every rule of the contract and return the report.
@@ -73,6 +75,7 @@ def check(
             :data:`~marlhub.conformance.interop.TARGET_NAMES`) to convert the env to and
             check with that library's own checker and a round trip; the results are
             in ``report.conversions``.
+        on_episode: called as ``on_episode(done, total)`` after each episode played.
         registry: where ids are resolved; the default registry when None.
         name: how the target is named in the report; its string form when None.
 
@@ -92,16 +95,30 @@ def check(
     options = CheckOptions(episodes=episodes, seed=seed, max_steps=max_steps, strict=strict,
                            timeout=timeout, replay=replay, against_native=against_native,
                            interop=tuple(interop))
+    with warnings.catch_warnings(record=True) as caught:
+        # The env's libraries' warnings go in the report, each once ("always" would keep
+        # every repeat, which the memory probe would rightly see growing).
+        warnings.simplefilter("default")
+        report = _run_checks(target, resolved, options, registry, name, on_episode)
+    report.native_warnings = _distinct(caught)
+    reg = registry or default_registry()
+    _mark_known_faults(report, resolved.registry_id, reg)
+    return report
+
+
+def _run_checks(target: Any, resolved: Any, options: CheckOptions, registry: Optional[Registry],
+                name: Optional[str], on_episode: Optional[Callable[[int, int], None]]) -> Report:
+    """The driver's checks, then the lockstep comparison and the conversions asked for."""
     env = resolved.build()
     try:
         driver = Driver(env, name or resolved.name, options,
                         make_fresh=resolved.build if resolved.fresh else None,
-                        spec=_spec_of(target, registry))
+                        spec=_spec_of(target, registry), on_episode=on_episode)
         report = driver.run()
     finally:
         _close(env)
     reg = registry or default_registry()
-    if against_native:
+    if options.against_native:
         start = time.perf_counter()
         report.findings.extend(_lockstep(resolved.registry_id, options, reg))
         report.lockstep_seconds = time.perf_counter() - start
@@ -109,10 +126,18 @@ def check(
     if options.interop:
         start = time.perf_counter()
         fresh = resolved.build if resolved.fresh else _copies_of(resolved.build())
-        report.conversions = check_targets(fresh, options.interop, seed=seed)
+        report.conversions = check_targets(fresh, options.interop, seed=options.seed)
         report.seconds += time.perf_counter() - start
-    _mark_known_faults(report, resolved.registry_id, reg)
     return report
+
+
+def _distinct(caught: list[warnings.WarningMessage]) -> list[str]:
+    """Each distinct warning once (with a count where it came from several places)."""
+    counts: dict[str, int] = {}
+    for w in caught:
+        text = f"{w.category.__name__}: {w.message}".strip().replace("\n", " ")
+        counts[text] = counts.get(text, 0) + 1
+    return [text if n == 1 else f"{text} (x{n})" for text, n in counts.items()]
 
 
 def _spec_of(target: Any, registry: Optional[Registry]) -> Optional[str]:

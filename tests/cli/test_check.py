@@ -244,3 +244,49 @@ def test_report_repr_and_html_are_grouped_by_rule() -> None:
     page = report._repr_html_()
     assert page.count("<details>") == len(report.by_rule())
     assert "<code>reward.present</code>" in page
+
+
+SLOW_ENV = '''
+import time
+from marlhub.envs import RockPaperScissors
+
+class Slow(RockPaperScissors):
+    def reset(self, *, seed=None, options=None):
+        time.sleep(0.15)
+        return super().reset(seed=seed, options=options)
+'''
+
+
+def _in_a_terminal(args: list[str], tmp_path: Path) -> str:
+    """Run ``marlhub`` with a pseudo-terminal as stderr; return what it wrote there."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    main_fd, child_fd = pty.openpty()
+    try:
+        run = subprocess.run([sys.executable, "-m", "marlhub.cli", *args], stdout=subprocess.PIPE,
+                             stderr=child_fd, timeout=120, cwd=tmp_path)
+        os.close(child_fd)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(main_fd)
+    assert run.returncode == 0, run.stdout
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_a_long_single_target_shows_episodes_with_an_eta_on_a_terminal(tmp_path: Path) -> None:
+    (tmp_path / "slow_env.py").write_text(SLOW_ENV)
+    shown = _in_a_terminal(["check", "slow_env.py:Slow", "--episodes", "6"], tmp_path)
+    assert "episodes, ETA" in shown and "slow_env.py:Slow" in shown
+    assert "ETA" not in _in_a_terminal(["check", "slow_env.py:Slow", "--episodes", "6", "-q"],
+                                      tmp_path)

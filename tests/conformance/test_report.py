@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,3 +53,22 @@ def test_assert_conforms_raises_with_the_readable_report() -> None:
 def test_check_rejects_nonsense_options() -> None:
     with pytest.raises(ValueError, match="episodes >= 1"):
         check(B.Duel, episodes=0)
+
+
+def test_the_envs_own_warnings_are_collected_into_the_report_not_printed() -> None:
+    import warnings
+
+    from marlhub.conformance import check
+
+    class Chatty(B.Duel):
+        def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+            warnings.warn("the duel is about to begin", UserWarning, stacklevel=1)
+            return super().reset(seed=seed, options=options)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing may escape check()
+        report = check(Chatty, episodes=2)
+    (warned,) = report.native_warnings
+    assert report.ok and warned.startswith("UserWarning: the duel is about to begin")
+    assert "the env's libraries warned: UserWarning: the duel" in str(report)
+    assert report.to_dict()["warnings"] == report.native_warnings
