@@ -106,8 +106,16 @@ def _run_here(targets: list[str], settings: CheckOptions,
     return outcomes
 
 
-def _worker_main(conn: Connection, settings: CheckOptions) -> None:
-    """Loop of a worker process: receive a target, send back its outcome, until told to stop."""
+def _worker_main(conn: Connection, settings: CheckOptions, episodes_done: Any) -> None:
+    """Loop of a worker process: receive a target, send back its outcome, until told to stop.
+
+    ``episodes_done`` (a shared int) counts the current target's finished episodes, so
+    the parent can say where a worker that dies was.
+    """
+
+    def on_episode(done: int, total: int) -> None:
+        episodes_done.value = done
+
     while True:
         try:
             job = conn.recv()
@@ -116,13 +124,15 @@ def _worker_main(conn: Connection, settings: CheckOptions) -> None:
         if job is None:
             return
         index, target = job
-        conn.send((index, _check_one(target, settings)))
+        episodes_done.value = 0
+        conn.send((index, _check_one(target, settings, on_episode)))
 
 
 @dataclass
 class _Worker:
     process: Any
     conn: Connection
+    episodes_done: Any = None
     job: Optional[tuple[int, str]] = None
     deadline: float = float("inf")
 
@@ -135,10 +145,12 @@ class _WorkerPool:
 
     def _start(self) -> _Worker:
         parent, child = self.context.Pipe()
-        process = self.context.Process(target=_worker_main, args=(child, self.settings), daemon=True)
+        episodes_done = self.context.Value("i", 0, lock=False)
+        process = self.context.Process(target=_worker_main,
+                                       args=(child, self.settings, episodes_done), daemon=True)
         process.start()
         child.close()
-        return _Worker(process, parent)
+        return _Worker(process, parent, episodes_done)
 
     def run(self, targets: list[str],
             on_done: Optional[Callable[[Outcome, int, int], None]]) -> list[Outcome]:
@@ -204,11 +216,13 @@ class _WorkerPool:
         code = w.process.exitcode
         why = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         target = w.job[1] if w.job else "?"
-        report = Report(target, strict=self.settings.strict, findings=[Finding(
+        episode = w.episodes_done.value
+        report = Report(target, strict=self.settings.strict, episodes=episode, findings=[Finding(
             rules.ENV_RAISED, "error",
-            f"the worker process checking {target!r} died ({why}); the env crashed the "
-            "interpreter, e.g. a segfault in native code. Run `marlhub check` on it alone to "
-            "see its last output.",
+            f"the worker process checking {target!r} died ({why}) in episode {episode} (after "
+            f"{episode} finished episodes); the env crashed the interpreter: a segfault in "
+            "native code, or the system killing it for memory. Run `marlhub check` on it alone "
+            "to see its last output.", episode=episode,
         )])
         return Outcome(target, report=report)
 

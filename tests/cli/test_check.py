@@ -218,6 +218,8 @@ def test_a_single_crashing_target_under_jobs_gives_a_report_json_and_exit_1(
     assert entry["status"] == "fail"
     assert entry["findings"][0]["rule"] == R.ENV_RAISED
     assert "died (signal" in entry["findings"][0]["message"]
+    assert "in episode 0" in entry["findings"][0]["message"]
+    assert entry["findings"][0]["episode"] == 0
 
 
 def test_against_native_shows_its_rules_and_time_in_text_and_json(
