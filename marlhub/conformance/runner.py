@@ -228,9 +228,11 @@ class _WorkerPool:
 
     def _timed_out(self, w: _Worker) -> Outcome:
         target = w.job[1] if w.job else "?"
-        report = Report(target, strict=self.settings.strict, findings=[Finding(
+        episode = w.episodes_done.value
+        report = Report(target, strict=self.settings.strict, episodes=episode, findings=[Finding(
             rules.ENV_TIMEOUT, "error",
             f"checking {target!r} did not finish within its {self.settings.timeout:g}s limit and "
-            "its worker was killed; an env call hangs (possibly in native code).",
+            f"its worker was killed in episode {episode} (after {episode} finished episodes); "
+            "an env call hangs (possibly in native code).", episode=episode,
         )])
         return Outcome(target, report=report)
