@@ -1,9 +1,8 @@
 """What an env's structure allows: the facts that decide whether a target API can take it at all.
 
 :meth:`EnvProfile.of` reads the spaces and plays a few seeded random episodes:
-are all actions Discrete, are the observations tensors, does every live agent
-act in every step (simultaneous), is every possible agent there from the
-reset on. :meth:`EnvProfile.refusal` turns those facts into the reason a
+are all actions Discrete, are the observations tensors (or Tuples), does every
+live agent act in every step (simultaneous). :meth:`EnvProfile.refusal` turns those facts into the reason a
 target cannot take the env, or None.
 
 Example:
@@ -51,7 +50,6 @@ class EnvProfile:
         tensor_obs: every observation space is made of tensors (no Text, Graph...).
         simultaneous: in the probed episodes every live agent acted in every step.
         turn_based_step: where a probed step was not simultaneous, who acted and who lived.
-        all_from_reset: every possible agent was in the reset's observations.
         tuple_obs: some observation space holds a Tuple.
     """
 
@@ -60,7 +58,6 @@ class EnvProfile:
     tensor_obs: bool
     simultaneous: bool = True
     turn_based_step: str = ""
-    all_from_reset: bool = True
     tuple_obs: bool = False
 
     @classmethod
@@ -79,8 +76,6 @@ class EnvProfile:
         for episode in range(episodes):
             for step in RandomEpisode(env, episode_seed(seed, episode), max_steps=max_steps):
                 live = list(getattr(env, "agents", None) or step.actors)
-                if step.index == 0 and set(step.obs) != set(agents):
-                    profile.all_from_reset = False
                 if not step.over and profile.simultaneous and set(step.actors) != set(live):
                     profile.simultaneous = False
                     profile.turn_based_step = (f"at step {step.index} of a seeded episode "
