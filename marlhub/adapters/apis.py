@@ -9,7 +9,7 @@ reading the table imports no backend. A new foreign API is one folder under
 
 Example:
     >>> [api.name for api in APIS]
-    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl']
+    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl', 'vmas']
     >>> sorted(TARGETS)
     ['gymnasium', 'marlhub', 'openspiel', 'pettingzoo.aec', 'pettingzoo.parallel', 'rllib', 'torchrl']
     >>> from marlhub.envs import RockPaperScissors
@@ -161,15 +161,23 @@ APIS: tuple[Api, ...] = (
     ),
     Api(
         name="torchrl",
-        # Only marlhub's own TorchRL views go back to the hub; other TorchRL envs are
-        # refused with a clear ProtocolError (not supported yet).
-        describes="a TorchRL env made by to_torchrl",
+        describes="a TorchRL multi-agent env (an EnvBase with a group_map)",
         detect="is_torchrl_env",
         into_hub="from_torchrl",
         targets={"torchrl": "to_torchrl"},
         family=None,
         extra="torchrl",
         backend="torchrl",
+    ),
+    Api(
+        name="vmas",
+        describes="a VMAS Environment of one copy",
+        detect="is_vmas_env",
+        into_hub="from_vmas",
+        targets={},
+        family="marlhub.adapters.vmas.family:VmasFamily",
+        extra="vmas",
+        backend="vmas",
     ),
 )
 

@@ -8,8 +8,11 @@
   masks, ``done`` / ``terminated`` / ``truncated`` per agent and at the root.
   TorchRL's ``check_env_specs``, ``rollout``, ``SerialEnv`` and ``ParallelEnv``
   take it; turn-based envs and agents that come and go need no padding.
-* :func:`from_torchrl` unwraps: ``from_torchrl(to_torchrl(hub)) is hub``. Other
-  TorchRL envs into the hub are not supported yet (:class:`~marlhub.errors.ProtocolError`).
+* :func:`from_torchrl` takes any TorchRL multi-agent env (an ``EnvBase`` with a
+  ``group_map``) into the hub (``TorchRLHubEnv``, ``adapter.py``; where each
+  agent's data sits: ``agents.py``; specs as spaces: ``spec_spaces.py``);
+  TorchRL's ``VmasEnv`` goes to VMAS directly; and it unwraps:
+  ``from_torchrl(to_torchrl(hub)) is hub``.
 
 Importing this package imports no torch; :func:`to_torchrl` does (pip extra
 ``torchrl``). Semantics: DESIGN.md section 3, "hub <-> TorchRL".
@@ -112,30 +115,56 @@ def to_torchrl(env: Any, *, group_map: Any = None, categorical_actions: bool = T
         illegal_action=illegal_action)
 
 
-def from_torchrl(env: Any) -> Any:
-    """Return the hub env behind a TorchRL env that :func:`to_torchrl` made.
+def from_torchrl(env: Any, *, through_vmas: bool = True) -> Any:
+    """Return a TorchRL multi-agent env as a hub env.
 
     Args:
-        env: a TorchRL env made by :func:`to_torchrl` (or a hub env, returned as it is).
+        env: a TorchRL ``EnvBase`` with a ``group_map`` (``VmasEnv``,
+            ``PettingZooWrapper``, your own), with batch size ``()`` or ``(1,)``;
+            a view :func:`to_torchrl` made gives back its hub env; a hub env is
+            returned as it is.
+        through_vmas: a TorchRL ``VmasEnv`` of one copy is stepped through its VMAS
+            env directly (:func:`marlhub.adapters.vmas.from_vmas`: VMAS's speed,
+            and its time limit reported as truncation); False reads it through
+            TorchRL's tensordicts like any other env.
+
+    Returns:
+        A :class:`~marlhub.adapters.torchrl.adapter.TorchRLHubEnv` (agents named as in
+        ``group_map``), a ``VmasHubEnv``, or the hub env behind a view.
 
     Raises:
-        ProtocolError: any other env: TorchRL envs into the hub are not supported yet.
+        ConfigError: a batched env (``batch_size=[n]``, n > 1: make one copy, or batch
+            hub envs with ``marlhub.make_vec``), or specs no gymnasium space holds.
+        ProtocolError: ``env`` is not a TorchRL env, or has no ``group_map``.
+        MissingDependencyError: TorchRL is not installed.
 
     Example:
         >>> from_torchrl(object())
         Traceback (most recent call last):
         ...
-        marlhub.errors.ProtocolError: Expected a TorchRL env made by marlhub.to_torchrl, got builtins.object which lacks 'the hub env behind it'. TorchRL envs into the hub are not supported yet: only the envs to_torchrl made go back (from_torchrl(to_torchrl(hub)) is hub). Bring the env to marlhub from its own library instead (PettingZoo, OpenSpiel, Gymnasium, RLlib).
+        marlhub.errors.ProtocolError: Expected a TorchRL multi-agent env (an EnvBase with a group_map), got builtins.object which lacks 'reset', 'step', 'group_map'. Bring the env as a torchrl.envs.EnvBase (VmasEnv, PettingZooWrapper, your own EnvBase with a group_map).
     """
     if is_torchrl_view_of_hub(env):
         return env.env
     if isinstance(env, MultiAgentEnv):
         return env
-    raise ProtocolError(
-        env, ["the hub env behind it"], expected="a TorchRL env made by marlhub.to_torchrl",
-        fix="TorchRL envs into the hub are not supported yet: only the envs to_torchrl made go "
-            "back (from_torchrl(to_torchrl(hub)) is hub). Bring the env to marlhub from its own "
-            "library instead (PettingZoo, OpenSpiel, Gymnasium, RLlib).")
+    if not is_torchrl_env(env):
+        raise ProtocolError(
+            env, ["reset", "step", "group_map"],
+            expected="a TorchRL multi-agent env (an EnvBase with a group_map)",
+            fix="Bring the env as a torchrl.envs.EnvBase (VmasEnv, PettingZooWrapper, your own "
+                "EnvBase with a group_map).")
+    _view_module()  # TorchRL is importable
+    if through_vmas and _is_torchrl_vmas(env) and tuple(env.batch_size) == (1,):
+        from marlhub.adapters.vmas import from_vmas
+
+        return from_vmas(env._env)
+    return importlib.import_module("marlhub.adapters.torchrl.adapter").TorchRLHubEnv(env)
+
+
+def _is_torchrl_vmas(env: Any) -> bool:
+    """Whether ``env`` is exactly TorchRL's ``VmasEnv`` / ``VmasWrapper`` (no transforms)."""
+    return any(c.__module__ == "torchrl.envs.libs.vmas" for c in type(env).__mro__)
 
 
 def _view_module() -> Any:
@@ -148,4 +177,7 @@ def _view_module() -> Any:
 def __getattr__(name: str) -> Any:
     if name == "HubTorchRLEnv":
         return _view_module().hub_torchrl_env_class()
+    if name == "TorchRLHubEnv":
+        _view_module()
+        return importlib.import_module("marlhub.adapters.torchrl.adapter").TorchRLHubEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

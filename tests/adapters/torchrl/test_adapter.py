@@ -1,4 +1,4 @@
-"""TorchRL -> hub: views made by to_torchrl unwrap; other TorchRL envs are refused, clearly."""
+"""TorchRL -> hub: views made by to_torchrl unwrap; single-agent TorchRL envs are refused, clearly."""
 
 from __future__ import annotations
 
@@ -49,11 +49,11 @@ def test_detection_looks_at_types() -> None:
     assert is_torchrl_env(native) and not is_torchrl_view_of_hub(native)
 
 
-def test_other_torchrl_envs_are_refused() -> None:
+def test_single_agent_torchrl_envs_are_refused() -> None:
     native = GymEnv("CartPole-v1")
-    with pytest.raises(ProtocolError, match="TorchRL envs into the hub are not supported yet"):
+    with pytest.raises(ProtocolError, match="lacks 'group_map'.*from_gymnasium"):
         from_torchrl(native)
-    with pytest.raises(ProtocolError, match=r"got torchrl\.envs\.libs\.gym\.GymEnv"):
+    with pytest.raises(ProtocolError, match="lacks 'group_map'"):
         marlhub.convert(native, to="pettingzoo.aec")
 
 
