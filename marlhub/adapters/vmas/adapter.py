@@ -107,7 +107,7 @@ class VmasHubEnv(MultiAgentEnv):
         self._encoders = [_encoder(self.action_spaces[a]) for a in self.possible_agents]
         self._checker = ActionChecker(self.action_spaces.__getitem__)
         self._cannot_step: Optional[str] = NOT_RESET
-        self._name = f"VmasHubEnv({type(env.scenario).__module__.rsplit('.', 1)[-1] or 'vmas'})"
+        self._name = type(self).__name__
 
     def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
