@@ -81,3 +81,20 @@ def test_a_missing_vmas_names_its_extra() -> None:
 def test_the_family_describes_itself() -> None:
     family = VmasFamily()
     assert dict(family.ids())["vmas/simple_tag"] == "VMAS MPE scenario 'simple_tag'"
+
+
+def test_known_faults_are_vmas_own() -> None:
+    """road_traffic's first episode differs from later ones under one seed, natively."""
+    import torch
+
+    from marlhub.contract.rules import SEED_REPRODUCIBLE
+
+    assert SEED_REPRODUCIBLE in VmasFamily().known_faults("road_traffic")
+    assert SEED_REPRODUCIBLE not in VmasFamily().known_faults("balance")
+    env = vmas.make_env("road_traffic", num_envs=1)
+    actions = [torch.full((1, 2), 0.3) for _ in env.agents]
+    paid = []
+    for _ in range(3):
+        env.reset(seed=0)
+        paid.append(float(env.step(actions)[1][0][0]))
+    assert paid[0] != paid[1] == paid[2]
