@@ -76,7 +76,9 @@ class Api:
         into_hub: the package's ``from_x(native, **options) -> hub env``.
         targets: target name -> function turning a hub env into this API, or
             ``(function, fixed keyword arguments[, precheck])`` (see :class:`Target`).
-        family: ``"module:Class"`` of its registry family, if it has a catalogue.
+        families: ``"module:Class"`` of each of its registry families (none when it
+            has no catalogue; PettingZoo's API has several: PettingZoo's own registry,
+            mpe2, magent2 and any module).
         extra: the pip extra that installs its backend (``marlhub[extra]``).
         backend: the backend's top-level package.
     """
@@ -86,7 +88,7 @@ class Api:
     detect: str
     into_hub: str
     targets: Mapping[str, str | tuple[str, Mapping[str, Any]] | tuple[str, Mapping[str, Any], str]]
-    family: Optional[str]
+    families: tuple[str, ...]
     extra: str
     backend: str
 
@@ -123,7 +125,12 @@ APIS: tuple[Api, ...] = (
             "pettingzoo.aec": ("to_pettingzoo", {"api": "aec"}),
             "pettingzoo.parallel": ("to_pettingzoo", {"api": "parallel"}, "require_simultaneous"),
         },
-        family="marlhub.adapters.pettingzoo.family:PettingZooFamily",
+        families=(
+            "marlhub.adapters.pettingzoo.family:PettingZooFamily",
+            "marlhub.adapters.pettingzoo.family_packages:Mpe2Family",
+            "marlhub.adapters.pettingzoo.family_packages:MAgent2Family",
+            "marlhub.adapters.pettingzoo.family_module:PettingZooModuleFamily",
+        ),
         extra="pettingzoo",
         backend="pettingzoo",
     ),
@@ -133,7 +140,7 @@ APIS: tuple[Api, ...] = (
         detect="is_openspiel_object",
         into_hub="from_openspiel",
         targets={"openspiel": "to_openspiel"},
-        family="marlhub.adapters.openspiel.family:OpenSpielFamily",
+        families=("marlhub.adapters.openspiel.family:OpenSpielFamily",),
         extra="openspiel",
         backend="pyspiel",
     ),
@@ -145,7 +152,7 @@ APIS: tuple[Api, ...] = (
         detect="is_rllib_view_of_hub",
         into_hub="from_rllib",
         targets={"rllib": "to_rllib"},
-        family=None,
+        families=(),
         extra="rllib",
         backend="ray",
     ),
@@ -155,7 +162,7 @@ APIS: tuple[Api, ...] = (
         detect="is_gymnasium_env",
         into_hub="from_gymnasium",
         targets={"gymnasium": "to_gymnasium"},
-        family="marlhub.adapters.gymnasium.family:GymnasiumFamily",
+        families=("marlhub.adapters.gymnasium.family:GymnasiumFamily",),
         extra="gymnasium",
         backend="gymnasium",
     ),
@@ -165,7 +172,7 @@ APIS: tuple[Api, ...] = (
         detect="is_torchrl_env",
         into_hub="from_torchrl",
         targets={"torchrl": "to_torchrl"},
-        family=None,
+        families=(),
         extra="torchrl",
         backend="torchrl",
     ),
@@ -175,7 +182,7 @@ APIS: tuple[Api, ...] = (
         detect="is_vmas_env",
         into_hub="from_vmas",
         targets={},
-        family="marlhub.adapters.vmas.family:VmasFamily",
+        families=("marlhub.adapters.vmas.family:VmasFamily",),
         extra="vmas",
         backend="vmas",
     ),
@@ -191,7 +198,7 @@ TARGETS: dict[str, Optional[Target]] = {
 #: ``(module, class name)`` of every API's registry family, which the default registry
 #: instantiates (their backends are imported only when one of their ids is used).
 BUILTIN_FAMILIES: list[tuple[str, str]] = [
-    (api.family.split(":")[0], api.family.split(":")[1]) for api in APIS if api.family
+    (family.split(":")[0], family.split(":")[1]) for api in APIS for family in api.families
 ]
 
 

@@ -15,7 +15,11 @@ silently (a list for a Box, an array of shape ``(1,)`` for a Discrete).
 Discrete actions come back as plain ``int``.
 
 :class:`ActionChecker` is the same check with a fast path per agent for
-Discrete and Box spaces, for adapters on a hot loop.
+Discrete and Box spaces, for adapters on a hot loop, and
+:meth:`ActionChecker.check_dict` checks a whole dict of actions in a few passes
+of C code when the actors share one Discrete space and none has a mask (many
+agents, as in MAgent2's battles); :func:`action_masks` finds whether any
+actor has a mask, the same way.
 
 Example:
     >>> import gymnasium as gym, numpy as np
@@ -32,7 +36,9 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 from typing import Any, Optional
 
 import gymnasium as gym
@@ -40,12 +46,13 @@ import numpy as np
 
 from marlhub.core import AgentID
 from marlhub.errors import ActionError
-from marlhub.spaces import why_illegal
+from marlhub.spaces import ACTION_MASK_KEY, raw_action_mask, why_illegal
 
 __all__ = [
     "ActionChecker",
     "BoxCheck",
     "DiscreteCheck",
+    "action_masks",
     "check_action",
     "check_action_dict",
     "check_keys",
@@ -55,6 +62,9 @@ __all__ = [
 #: Integer types whose values a Discrete space takes as they are (the fast path).
 _INT_TYPES = frozenset({int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
                         np.uint32, np.uint64})
+
+#: Discrete spaces up to this size keep the set of their actions for :meth:`DiscreteCheck.check_all`.
+_SMALL_SPACE = 4096
 
 #: ``check(action, mask) -> bool``: True means legal, False means "look closer".
 Check = Callable[[Any, Any], bool]
@@ -177,11 +187,12 @@ class DiscreteCheck:
     """
 
     # Slots: the attribute reads on the hot path cost what a closure's cells do.
-    __slots__ = ("start", "n")
+    __slots__ = ("start", "n", "_legal")
 
     def __init__(self, start: int, n: int) -> None:
         self.start = start
         self.n = n
+        self._legal: Optional[frozenset[int]] = None
 
     def check(self, action: Any, mask: Any) -> bool:
         """Return True when ``action`` is a plain integer in the space and the mask allows it."""
@@ -196,6 +207,22 @@ class DiscreteCheck:
             return bool(mask[index])
         except (IndexError, TypeError):
             return False
+
+    def check_all(self, actions: Sequence[Any]) -> bool:
+        """Return True when every action passes ``check(action, None)``; in C, not per action.
+
+        Example:
+            >>> DiscreteCheck(0, 3).check_all([0, 2, np.int64(1)]), DiscreteCheck(0, 3).check_all([3])
+            (True, False)
+        """
+        if not actions or not set(map(type, actions)) <= _INT_TYPES:
+            return False
+        if self.n > _SMALL_SPACE:
+            return self.start <= min(actions) and max(actions) < self.start + self.n
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = frozenset(range(self.start, self.start + self.n))
+        return legal.issuperset(actions)  # one pass of hash look-ups (the types are integers)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return DiscreteCheck, (self.start, self.n)
@@ -263,8 +290,50 @@ def fast_check(space: gym.Space) -> Optional[Check]:
     return None
 
 
+def action_masks(actors: Sequence[AgentID], obs: Mapping[AgentID, Any],
+                 infos: Mapping[AgentID, Any]) -> Optional[dict[AgentID, Any]]:
+    """Return ``{actor: raw_action_mask(obs, info)}``, or None when no actor has a mask.
+
+    The same look-up as :func:`marlhub.spaces.raw_action_mask`, first asked for all
+    agents at once: when no observation is a mapping and no info holds an
+    ``"action_mask"`` key, no actor has a mask, found in a few passes of C code.
+
+    Example:
+        >>> action_masks(["a"], {"a": np.zeros(2)}, {"a": {}}) is None
+        True
+        >>> action_masks(["a"], {"a": np.zeros(2)}, {"a": {"action_mask": [1, 0]}})
+        {'a': [1, 0]}
+    """
+    obs_types = set(map(type, obs.values()))
+    if obs_types <= _NOT_MAPPINGS or _no_mappings(obs_types):
+        if not any(infos.values()):  # every info empty (or None): no mask in any
+            return None
+        try:
+            if not any(map(operator.contains, infos.values(), repeat(ACTION_MASK_KEY))):
+                return None
+        except TypeError:  # an info that is no container: look at each
+            pass
+    return {agent: raw_action_mask(obs.get(agent), infos.get(agent)) for agent in actors}
+
+
+#: Types known not to be mappings (an observation of one holds no mask), learnt as met.
+_NOT_MAPPINGS: set[type] = {np.ndarray, int, float, np.float32, np.float64, np.int64}
+
+
+def _no_mappings(types: set[type]) -> bool:
+    """Tell whether none of ``types`` is a mapping; remember those that are not."""
+    for kind in types:
+        if kind is dict or issubclass(kind, Mapping):
+            return False
+    _NOT_MAPPINGS.update(types)
+    return True
+
+
 class ActionChecker:
     """:func:`check_action` with a quick check per agent, built on first use.
+
+    Agents with equal Discrete spaces share one :class:`DiscreteCheck`, so that
+    :meth:`check_dict` can check all their actions at once.
 
     Args:
         space_of: agent -> its action space (looked up once per agent).
@@ -282,10 +351,24 @@ class ActionChecker:
     def __init__(self, space_of: Callable[[AgentID], gym.Space]) -> None:
         self._space_of = space_of
         self._fast: dict[AgentID, Optional[Check]] = {}
+        self._discrete: dict[tuple[int, int], DiscreteCheck] = {}
+        self._shared: Optional[DiscreteCheck] = None
+        self._shared_agents: frozenset[AgentID] = frozenset()
 
     def forget(self) -> None:
         """Drop the quick checks (after the agents' spaces changed)."""
         self._fast = {}
+        self._discrete = {}
+        self._shared = None
+        self._shared_agents = frozenset()
+
+    def _quick(self, agent: AgentID) -> Optional[Check]:
+        fast = fast_check(self._space_of(agent))
+        owner = getattr(fast, "__self__", None)
+        if type(owner) is DiscreteCheck:  # one instance per space: check_all groups by it
+            fast = self._discrete.setdefault((owner.start, owner.n), owner).check
+        self._fast[agent] = fast
+        return fast
 
     def check(self, agent: AgentID, action: Any, mask: Any = None) -> Any:
         """Return ``action`` to pass on if legal for ``agent``, else raise (see :func:`check_action`).
@@ -295,7 +378,55 @@ class ActionChecker:
         """
         fast = self._fast.get(agent)
         if fast is None and agent not in self._fast:
-            fast = self._fast[agent] = fast_check(self._space_of(agent))
+            fast = self._quick(agent)
         if fast is not None and fast(action, mask):
             return action
         return check_action(agent, self._space_of(agent), action, mask)
+
+    def check_dict(self, env_name: str, action_dict: Any, *, actors: list[AgentID],
+                   possible_agents: Sequence[AgentID],
+                   masks: Optional[Mapping[AgentID, Any]] = None) -> dict[AgentID, Any]:
+        """:func:`check_action_dict` for many agents: ``{actor: action to pass on}``, actors' order.
+
+        The whole dict is checked before anything is returned. In the common case
+        (a dict in the actors' order, the actors sharing one Discrete space, no
+        masks: ``masks`` None, see :func:`action_masks`) every pass over the agents
+        is C code; otherwise the keys go through :func:`check_keys` and each
+        action through :meth:`check`.
+
+        Raises:
+            ActionError: the first problem: a missing or foreign key, then the first
+                actor, in order, whose action is not legal.
+
+        Example:
+            >>> checker = ActionChecker(lambda agent: gym.spaces.Discrete(3))
+            >>> checker.check_dict("Env", {"b": 2, "a": 0}, actors=["a", "b"], possible_agents="ab")
+            {'a': 0, 'b': 2}
+        """
+        if type(action_dict) is dict and list(action_dict) == actors:
+            values = list(action_dict.values())  # keyed by exactly the actors, in order
+            in_order = True
+        else:
+            if type(action_dict) is not dict or action_dict.keys() != set(actors):
+                check_keys(env_name, action_dict, actors=actors, possible_agents=possible_agents)
+            values = list(map(action_dict.__getitem__, actors))
+            in_order = False
+        check = self.check
+        if masks is not None:
+            return {agent: check(agent, value, masks.get(agent))
+                    for agent, value in zip(actors, values)}
+        shared = self._shared
+        if shared is None or not self._shared_agents.issuperset(actors):
+            shared = self._shared_check(actors)
+        if shared is not None and shared.check_all(values):
+            return dict(action_dict) if in_order else dict(zip(actors, values))
+        return {agent: check(agent, value) for agent, value in zip(actors, values)}
+
+    def _shared_check(self, actors: list[AgentID]) -> Optional[DiscreteCheck]:
+        """The one Discrete check of every actor, when they share one (then remembered)."""
+        checks = set(map(self._fast.get, actors))  # None for agents not checked yet
+        owner = getattr(checks.pop(), "__self__", None) if len(checks) == 1 else None
+        if type(owner) is not DiscreteCheck:
+            return None
+        self._shared, self._shared_agents = owner, frozenset(actors)
+        return owner

@@ -18,15 +18,17 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Optional
 
 from marlhub.adapters.pettingzoo.adapter import _PettingZooBase
 from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict, ResetResult, StepResult
-from marlhub.episode.actions import check_keys
+from marlhub.episode.actions import action_masks
 from marlhub.episode.status import EPISODE_OVER, require_running
-from marlhub.spaces import raw_action_mask
 
 __all__ = ["ParallelPettingZooEnv"]
+
+_NOBODY: frozenset[AgentID] = frozenset()
 
 
 class ParallelPettingZooEnv(_PettingZooBase):
@@ -59,9 +61,11 @@ class ParallelPettingZooEnv(_PettingZooBase):
         self.par_env = env
         self._name = str(env)
         self._actors: list[AgentID] = []
-        self._actor_obs: Mapping[AgentID, Any] = {}
-        self._actor_infos: Mapping[AgentID, Any] = {}
+        self._masks: Optional[dict[AgentID, Any]] = None
         self._finished: set[AgentID] = set()
+        # {agent: False} for the agents of the last done dicts that go on: a step whose
+        # done dicts equal it (in C) has the same agents and none done.
+        self._quiet: dict[AgentID, bool] = {}
         self._any_truncated = False
 
     def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
@@ -72,15 +76,18 @@ class ParallelPettingZooEnv(_PettingZooBase):
         obs, infos = self.par_env.reset(seed=seed, options=options)
         self._forget_spaces()
         self._finished = set()
+        self._quiet = {}
         self._any_truncated = False
         obs = dict(obs)
         infos = self._split_infos(obs, infos or {})
         self._cannot_step = None if obs else EPISODE_OVER
-        self._note_actors(obs, infos, {}, {})
+        self._note_actors(obs, infos, list(obs))
         return obs, infos
 
     def _split_infos(self, obs: Mapping[AgentID, Any], infos: Mapping[Any, Any]) -> dict[Any, Any]:
         """Keep the infos of agents in ``obs``; put keys that name no agent under ``__common__``."""
+        if infos.keys() == obs.keys():  # the common case, in C
+            return dict(infos)
         kept: dict[Any, Any] = {}
         common: dict[Any, Any] = {}
         for key, value in infos.items():
@@ -93,11 +100,10 @@ class ParallelPettingZooEnv(_PettingZooBase):
         return kept
 
     def _note_actors(self, obs: Mapping[AgentID, Any], infos: Mapping[AgentID, Any],
-                     terms: Mapping[AgentID, Any], truncs: Mapping[AgentID, Any]) -> None:
-        actors = [a for a in obs if not (terms.get(a) or truncs.get(a))]
+                     actors: list[AgentID]) -> None:
+        """Remember who acts next, and their masks (None when nobody has one)."""
         self._actors = actors
-        self._actor_obs = obs
-        self._actor_infos = infos
+        self._masks = action_masks(actors, obs, infos)
         if self._growing_agents:
             for a in actors:
                 self._learn_agent(a)
@@ -110,6 +116,10 @@ class ParallelPettingZooEnv(_PettingZooBase):
     ) -> StepResult:
         """Apply every actor's action at once.
 
+        Each pass over the agents is a pass of C code (dict and set operations)
+        unless an agent ended or an entry needs mending: the adapter's cost per
+        agent stays below the native env's own bookkeeping.
+
         Raises:
             ResetNeededError: before ``reset()`` or after ``__all__``.
             ActionError: an actor without an action, an action for anyone else, or an
@@ -117,48 +127,65 @@ class ParallelPettingZooEnv(_PettingZooBase):
         """
         require_running(type(self).__name__, self._cannot_step)
         actors = self._actors
-        if type(action_dict) is not dict or len(action_dict) != len(actors) or any(
-            a not in action_dict for a in actors
-        ):
-            check_keys(self._name, action_dict, actors=actors, possible_agents=self.possible_agents)
-        obs_of, infos_of = self._actor_obs, self._actor_infos
         # The actions as the native env takes them (a 0-d array becomes an int).
-        action_dict = {agent: self._checker.check(agent, action_dict[agent],
-                                                  raw_action_mask(obs_of.get(agent),
-                                                                  infos_of.get(agent)))
-                       for agent in actors}
-
-        n_obs, n_rewards, n_terms, n_truncs, n_infos = self.par_env.step(action_dict)
+        actions = self._checker.check_dict(self._name, action_dict, actors=actors,
+                                           possible_agents=self.possible_agents, masks=self._masks)
+        n_obs, n_rewards, n_terms, n_truncs, n_infos = self.par_env.step(actions)
         finished = self._finished
-        obs = {a: o for a, o in n_obs.items() if a not in finished}
-        rewards = {a: r for a, r in n_rewards.items() if a not in finished}
-        terminateds: dict[Any, Any] = {}
-        truncateds: dict[Any, Any] = {}
-        for agent in dict.fromkeys([*n_terms, *n_truncs]):
-            if agent in finished:
-                continue
-            term = bool(n_terms.get(agent, False))
-            trunc = bool(n_truncs.get(agent, False))
-            terminateds[agent] = term
-            truncateds[agent] = trunc
-            if term or trunc:
-                finished.add(agent)
-                if not term:
-                    self._any_truncated = True
-        for agent in actors:  # an agent that acted and still observes has a reward entry
-            if agent in obs and agent not in rewards:
-                rewards[agent] = 0
-        infos = self._split_infos(obs, n_infos or {})
-        live = [a for a in self.par_env.agents if a not in finished]
-        if live:
+        if finished and not (finished.isdisjoint(n_obs) and finished.isdisjoint(n_rewards)):
+            n_obs = {a: o for a, o in n_obs.items() if a not in finished}
+            n_rewards = {a: r for a, r in n_rewards.items() if a not in finished}
+        obs = dict(n_obs)
+        rewards = dict(n_rewards)
+        terminateds, truncateds, ended = self._done_flags(n_terms, n_truncs)
+        if not obs.keys() <= rewards.keys():
+            for agent in actors:  # an agent that acted and still observes has a reward entry
+                if agent in obs and agent not in rewards:
+                    rewards[agent] = 0
+        n_infos = n_infos or {}
+        infos = dict(n_infos) if n_infos.keys() == obs.keys() else self._split_infos(obs, n_infos)
+        if not finished.issuperset(self.par_env.agents):  # someone is still live
             terminateds[ALL] = False
             truncateds[ALL] = False
         else:
             self._cannot_step = EPISODE_OVER
             # Agents the env dropped without a flag ended by truncation of the episode.
-            if any(a not in finished for a in actors):
+            if not finished.issuperset(actors):
                 self._any_truncated = True
             terminateds[ALL] = not self._any_truncated
             truncateds[ALL] = self._any_truncated
-        self._note_actors(obs, infos, terminateds, truncateds)
+        next_actors = [a for a in obs if a not in ended] if ended else list(obs)
+        self._note_actors(obs, infos, next_actors)
         return obs, rewards, terminateds, truncateds, infos
+
+    def _done_flags(self, n_terms: Mapping[AgentID, Any], n_truncs: Mapping[AgentID, Any]
+                    ) -> tuple[dict[Any, Any], dict[Any, Any], AbstractSet[AgentID]]:
+        """Return the done dicts of the agents not finished before, and the agents that ended.
+
+        Every reported agent gets ``bool`` flags; agents already finished are left out.
+        """
+        quiet = self._quiet
+        if n_terms == quiet and n_truncs == quiet:  # the agents of the last step, none done
+            return quiet.copy(), quiet.copy(), _NOBODY
+        finished = self._finished
+        terminateds: dict[Any, Any] = dict.fromkeys(n_terms, False)
+        if n_truncs.keys() != terminateds.keys():
+            terminateds.update(dict.fromkeys(n_truncs, False))
+        if finished and not finished.isdisjoint(terminateds):
+            for agent in finished.intersection(terminateds):
+                del terminateds[agent]
+        truncateds = terminateds.copy()
+        ended_term = ([a for a, v in n_terms.items() if v and a not in finished]
+                      if any(n_terms.values()) else [])
+        ended_trunc = ([a for a, v in n_truncs.items() if v and a not in finished]
+                       if any(n_truncs.values()) else [])
+        for agent in ended_term:
+            terminateds[agent] = True
+        for agent in ended_trunc:
+            truncateds[agent] = True
+        ended = {*ended_term, *ended_trunc}
+        if not ended.issubset(ended_term):
+            self._any_truncated = True
+        finished |= ended
+        self._quiet = dict.fromkeys([a for a in terminateds if a not in ended], False)
+        return terminateds, truncateds, ended

@@ -8,7 +8,10 @@ the env's parallel version. Unknown keys are refused with the accepted ones,
 read from the constructor's signature. :meth:`PettingZooFamily.ids` lists the
 envs whose module imports (their optional dependencies are installed).
 
-PettingZoo is imported only when an id of the family is listed or made.
+PettingZoo is imported only when an id of the family is listed or made. The
+families of packages that follow the PettingZoo API outside PettingZoo
+(``mpe2/``, ``magent2/``, ``pettingzoo-module/``) are this class with another
+catalogue in place of PettingZoo's registry (:meth:`PettingZooFamily.catalogue`).
 
 Example:
     >>> family = PettingZooFamily()
@@ -25,8 +28,8 @@ import importlib
 import inspect
 import re
 import warnings
-from collections.abc import Iterable
-from typing import Any, Optional
+from collections.abc import Iterable, Mapping
+from typing import Any, Callable, Optional
 
 from marlhub.backends import import_backend
 from marlhub.context import EnvContext
@@ -34,10 +37,16 @@ from marlhub.contract.findings import Finding
 from marlhub.contract.rules import RESET_MID_EPISODE, SEED_REPRODUCIBLE
 from marlhub.errors import ConfigError, UnknownEnvError, closest
 
-__all__ = ["PettingZooFamily"]
+__all__ = ["PettingZooFamily", "accepted_kwargs", "module_of"]
 
 _API_KEY = "api"
 _APIS = ("aec", "parallel")
+#: PettingZoo namespaces that left PettingZoo for packages of their own, and the
+#: marlhub family of each (PettingZoo's own ``pettingzoo.mpe`` says so on import).
+MOVED_NAMESPACES = {"mpe": "mpe2", "magent": "magent2"}
+
+#: ``open_keys(function) -> keys its **kwargs take, or None``: see :func:`accepted_kwargs`.
+OpenKeys = Callable[[Any], Optional[list[str]]]
 
 
 def _pettingzoo() -> Any:
@@ -45,16 +54,26 @@ def _pettingzoo() -> Any:
                           feature="The pettingzoo/ env family")
 
 
-def _module_of(spec: Any) -> Optional[str]:
+def module_of(spec: Any) -> Optional[str]:
+    """Return the module a PettingZoo ``EnvSpec``'s entry point lives in (None if unknown)."""
     entry = spec.entry_point
     return entry.split(":", 1)[0] if isinstance(entry, str) else getattr(entry, "__module__", None)
 
 
-def _accepted_kwargs(entry_point: Any, module_name: Optional[str]) -> Optional[list[str]]:
+def accepted_kwargs(entry_point: Any, module_name: Optional[str],
+                    open_keys: Optional[OpenKeys] = None) -> Optional[list[str]]:
     """Return the keyword arguments the env's constructor takes; None when its signature hides them.
 
     PettingZoo's ``env(**kwargs)`` / ``parallel_env(**kwargs)`` pass everything to
     the module's ``raw_env`` (or ``parallel_env`` class), whose ``__init__`` names them.
+    A constructor with ``**kwargs`` is passed over, unless ``open_keys`` knows the
+    keys those take (MAgent2's ``**reward_args``).
+
+    Example:
+        >>> def parallel_env(size=3, seed=None):
+        ...     pass
+        >>> accepted_kwargs(parallel_env, None)
+        ['size', 'seed']
     """
     candidates: list[Any] = [entry_point] if callable(entry_point) else []
     if module_name:
@@ -69,10 +88,16 @@ def _accepted_kwargs(entry_point: Any, module_name: Optional[str]) -> Optional[l
             params = inspect.signature(candidate).parameters.values()
         except (TypeError, ValueError):
             continue
+        named = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         kinds = {p.kind for p in params}
-        if inspect.Parameter.VAR_KEYWORD in kinds or inspect.Parameter.VAR_POSITIONAL in kinds:
+        if inspect.Parameter.VAR_POSITIONAL in kinds:
             continue
-        return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        if inspect.Parameter.VAR_KEYWORD in kinds:
+            more = open_keys(candidate) if open_keys is not None else None
+            if more is None:
+                continue
+            named += [key for key in more if key not in named]
+        return named
     return None
 
 
@@ -89,26 +114,48 @@ KNOWN_FAULTS: dict[str, dict[str, str]] = {
 
 
 class PettingZooFamily:
-    """Resolve ``pettingzoo/<PettingZoo registry id>`` through ``pettingzoo.make``."""
+    """Resolve ``pettingzoo/<PettingZoo registry id>`` through ``pettingzoo.make``.
+
+    Subclasses read another catalogue (:meth:`catalogue`) and keep the rest:
+    PettingZoo's spellings and version look-up, the config check against the
+    constructor, the errors and the lockstep comparison.
+    """
 
     name = "pettingzoo"
     description = (
         "PettingZoo envs by registry id (pettingzoo/classic/tictactoe-v3); config: constructor "
         "kwargs, plus api='parallel' for the parallel version"
     )
+    #: Rules the native envs break, by id (see :meth:`known_faults`).
+    faults: Mapping[str, Mapping[str, str]] = KNOWN_FAULTS
+    #: Namespaces whose envs moved to another family (suggested for unknown ids).
+    moved: Mapping[str, str] = MOVED_NAMESPACES
 
     def __init__(self) -> None:
         self._importable: dict[str, bool] = {}
 
     def known_faults(self, rest: str) -> dict[str, str]:
         """Return ``{rule id: reason}`` for rules the native env ``rest`` is known to break."""
-        return dict(KNOWN_FAULTS.get(rest, {}))
+        return dict(self.faults.get(rest, {}))
 
     # -- the catalogue -------------------------------------------------------------
 
-    def _registries(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def catalogue(self) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+        """Return the AEC and the parallel registry: id -> PettingZoo ``EnvSpec``."""
         pz = _pettingzoo()
         return pz.aec_registry, pz.parallel_registry
+
+    def describe(self, spec: Any, apis: str) -> str:
+        """Return the one line ``marlhub list`` shows for ``spec`` (``apis``: "AEC and parallel")."""
+        return f"PettingZoo {spec.namespace or 'PettingZoo'} env ({apis})"
+
+    def install_hint(self, spec: Any) -> tuple[str, str]:
+        """Return ``(marlhub extra, install line)`` for a missing dependency of ``spec``'s module."""
+        return "all", f"pip install 'pettingzoo[{spec.namespace or 'all'}]'"
+
+    def open_keys(self, function: Any) -> Optional[list[str]]:
+        """Return the keys a constructor's ``**kwargs`` take, when the family knows them."""
+        return None
 
     def _can_import(self, module_name: Optional[str]) -> bool:
         if module_name is None:
@@ -129,40 +176,62 @@ class PettingZooFamily:
         Raises:
             MissingDependencyError: PettingZoo is not installed.
         """
-        aec, parallel = self._registries()
+        aec, parallel = self.catalogue()
         listed = []
         for env_id in sorted({*aec, *parallel}):
             spec = aec.get(env_id) or parallel[env_id]
-            if not self._can_import(_module_of(spec)):
+            if not self._can_import(module_of(spec)):
                 continue
             apis = " and ".join(
                 api for api, reg in (("AEC", aec), ("parallel", parallel)) if env_id in reg)
-            namespace = spec.namespace or "PettingZoo"
-            listed.append((f"{self.name}/{env_id}", f"PettingZoo {namespace} env ({apis})"))
+            listed.append((f"{self.name}/{env_id}", self.describe(spec, apis)))
         return listed
 
     def _spec(self, rest: str, api: str) -> Any:
-        pz = _pettingzoo()
-        aec, parallel = self._registries()
+        _pettingzoo()  # PettingZoo's own look-up, below
+        from pettingzoo.env_registry.helpers import find_spec
+
+        aec, parallel = self.catalogue()
         try:
-            return pz.spec(api, rest)
+            return find_spec(aec if api == "aec" else parallel, rest)
         except Exception as exc:  # PettingZoo's NameNotFound, VersionNotFound, malformed ids
             full = f"{self.name}/{rest}"
-            if api == "parallel":
-                try:
-                    found = pz.spec("aec", rest)
-                except Exception:
-                    found = None
-                if found is not None:
-                    raise ConfigError(
-                        full, f"{found.id} has no parallel version in PettingZoo's registry",
-                        fix="Drop the 'api' key (or set it to 'aec'), and convert with "
-                        "marlhub.adapters.pettingzoo.to_pettingzoo(env, api='parallel') if every "
-                        "agent acts in every step.",
-                    ) from exc
+            other = "aec" if api == "parallel" else "parallel"
+            try:
+                found = find_spec(aec if other == "aec" else parallel, rest)
+            except Exception:
+                found = None
+            if found is not None:
+                raise self._no_version(full, found.id, api) from exc
             known = [f"{self.name}/{i}" for i in {*aec, *parallel}]
-            detail = str(exc).split(". Available")[0] + "."  # PettingZoo lists every id
-            raise UnknownEnvError(full, closest(full, known), detail=detail) from exc
+            detail = str(exc).split(". Available")[0].rstrip(".") + "."  # it lists every id
+            moved = self._moved(rest)
+            if moved:
+                family = moved[0].split("/")[0]
+                detail += (f" These envs left PettingZoo for the {family} package: its ids "
+                           f"are {family}/<env>.")
+            raise UnknownEnvError(full, moved + closest(full, known), detail=detail) from exc
+
+    def _no_version(self, full: str, found: str, api: str) -> ConfigError:
+        if api == "parallel":
+            return ConfigError(
+                full, f"{found} has no parallel version in {self.label()}",
+                fix="Drop the 'api' key (or set it to 'aec'), and convert with "
+                "marlhub.adapters.pettingzoo.to_pettingzoo(env, api='parallel') if every "
+                "agent acts in every step.",
+            )
+        return ConfigError(full, f"{found} has only a parallel version in {self.label()}",
+                           fix="Pass {'api': 'parallel'}.")
+
+    def label(self) -> str:
+        """Where the ids come from, for messages."""
+        return "PettingZoo's registry"
+
+    def _moved(self, rest: str) -> list[str]:
+        """``mpe2/simple_spread-v3`` for ``pettingzoo/mpe/simple_spread-v3``: MPE left PettingZoo."""
+        namespace, _, name = rest.partition("/")
+        family = self.moved.get(namespace)
+        return [f"{family}/{re.sub(r'_v(?=[0-9]+$)', '-v', name)}"] if family and name else []
 
     # -- making envs ---------------------------------------------------------------
 
@@ -177,7 +246,7 @@ class PettingZooFamily:
         """
         full, api, spec, kwargs, accepted = self._prepare(rest, config)
         try:
-            return _pettingzoo().make(api, spec, **kwargs)
+            return self._create(api, spec, kwargs)
         except TypeError as exc:  # a constructor whose signature hid its keywords
             found = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
             if found is None:
@@ -185,8 +254,12 @@ class PettingZooFamily:
             raise ConfigError(
                 full, f"unknown key {found.group(1)!r} ({exc})", unknown=[found.group(1)],
                 fix="Its constructor takes **kwargs, so marlhub cannot list the accepted keys; "
-                "see the env's page in the PettingZoo documentation.",
+                "see the env's documentation.",
             ) from exc
+
+    def _create(self, api: str, spec: Any, kwargs: dict[str, Any]) -> Any:
+        """Call the env's constructor, the way ``pettingzoo.make`` does."""
+        return _pettingzoo().make(api, spec, **kwargs)
 
     def _prepare(self, rest: str, config: Optional[EnvContext]) -> tuple[str, str, Any, dict, Any]:
         """Check ``config`` against the env; return (full id, api, spec, kwargs, accepted keys)."""
@@ -197,9 +270,9 @@ class PettingZooFamily:
             raise ConfigError(full, f"'api' must be 'aec' or 'parallel', got {api!r}",
                               fix="Use {'api': 'parallel'} for the parallel env, or omit the key.")
         spec = self._spec(rest, api)
-        module_name = _module_of(spec)
+        module_name = module_of(spec)
         self._load(full, spec, module_name)
-        accepted = _accepted_kwargs(spec.entry_point, module_name)
+        accepted = accepted_kwargs(spec.entry_point, module_name, self.open_keys)
         if accepted is not None:
             if spec.max_cycles is not None and "max_cycles" not in accepted:
                 accepted.append("max_cycles")
@@ -218,9 +291,9 @@ class PettingZooFamily:
             return
         # The env's own optional dependencies (pygame, pymunk, ...), which PettingZoo's
         # extras install; the ImportError names the missing module.
-        import_backend(module_name, package=None, extra="all",
-                       feature=f"The PettingZoo env {full!r}",
-                       install=f"pip install 'pettingzoo[{spec.namespace or 'all'}]'")
+        extra, install = self.install_hint(spec)
+        import_backend(module_name, package=None, extra=extra, feature=f"The env {full!r}",
+                       install=install)
 
     # -- lockstep ------------------------------------------------------------------
 
@@ -239,4 +312,4 @@ class PettingZooFamily:
                                    max_steps=max_steps)
 
     def __repr__(self) -> str:
-        return "PettingZooFamily()"
+        return f"{type(self).__name__}()"
