@@ -19,12 +19,30 @@ Example:
 from __future__ import annotations
 
 import importlib
+from collections.abc import Collection
 from types import ModuleType
-from typing import Optional
+from typing import Any, Optional
 
 from marlhub.errors import MissingDependencyError
 
-__all__ = ["import_backend", "is_missing"]
+__all__ = ["derives_from", "import_backend", "is_missing"]
+
+
+def derives_from(obj: Any, bases: Collection[tuple[str, str]]) -> bool:
+    """Tell whether ``obj`` is an instance of a class named ``(module, name)`` in ``bases``.
+
+    Reads only the names along the type's MRO, so the backend that defines the
+    base is never imported; a class (rather than an instance) is never one.
+
+    Example:
+        >>> derives_from(ValueError(), [("builtins", "Exception")])
+        True
+        >>> derives_from(ValueError, [("builtins", "Exception")]), derives_from(1, [("x", "Y")])
+        (False, False)
+    """
+    if isinstance(obj, type):
+        return False
+    return any((c.__module__, c.__name__) in bases for c in type(obj).__mro__)
 
 
 def is_missing(exc: ImportError, package: str) -> bool:

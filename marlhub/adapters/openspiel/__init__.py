@@ -34,6 +34,7 @@ from marlhub.adapters.openspiel.family import OpenSpielFamily
 from marlhub.adapters.openspiel.games import describe_game, game_string, load_game
 from marlhub.adapters.openspiel.lockstep import compare_with_native
 from marlhub.adapters.openspiel.observation import OBSERVATION_KINDS, OpenSpielText
+from marlhub.backends import derives_from
 
 __all__ = [
     "ILLEGAL_ACTION_MODES",
@@ -66,7 +67,7 @@ def is_openspiel_object(obj: Any) -> bool:
         >>> is_openspiel_object(pyspiel.load_game("kuhn_poker"))
         True
     """
-    return any((c.__module__, c.__name__) in _PYSPIEL_BASES for c in type(obj).__mro__)
+    return derives_from(obj, _PYSPIEL_BASES)
 
 
 def to_openspiel(env_or_creator: Any, short_name: Optional[str] = None, **options: Any) -> Any:

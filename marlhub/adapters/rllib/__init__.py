@@ -46,7 +46,7 @@ from typing import Any
 from marlhub.adapters.apis import to_hub
 from marlhub.adapters.rllib.adapter import RLlibEnv, read_possible_agents
 from marlhub.adapters.rllib.lockstep import compare_with_native
-from marlhub.backends import import_backend
+from marlhub.backends import derives_from, import_backend
 from marlhub.core import MultiAgentEnv, is_multi_agent_env, missing_protocol_members
 from marlhub.errors import ProtocolError
 
@@ -79,9 +79,7 @@ def is_rllib_env(obj: Any) -> bool:
         >>> is_rllib_env(TicTacToe())
         False
     """
-    if isinstance(obj, type):
-        return False
-    return any((c.__module__, c.__name__) == _RLLIB_BASE for c in type(obj).__mro__)
+    return derives_from(obj, [_RLLIB_BASE])
 
 
 def is_rllib_view_of_hub(obj: Any) -> bool:

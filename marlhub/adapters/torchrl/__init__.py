@@ -38,7 +38,7 @@ import importlib
 from typing import Any
 
 from marlhub.adapters.apis import to_hub
-from marlhub.backends import import_backend
+from marlhub.backends import derives_from, import_backend
 from marlhub.core import MultiAgentEnv
 from marlhub.errors import ProtocolError
 
@@ -55,9 +55,7 @@ def is_torchrl_env(obj: Any) -> bool:
         >>> is_torchrl_env(TicTacToe())
         False
     """
-    if isinstance(obj, type):
-        return False
-    return any((c.__module__, c.__name__) == _TORCHRL_BASE for c in type(obj).__mro__)
+    return derives_from(obj, [_TORCHRL_BASE])
 
 
 def is_torchrl_view_of_hub(obj: Any) -> bool:

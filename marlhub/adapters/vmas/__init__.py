@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from marlhub.backends import import_backend
+from marlhub.backends import derives_from, import_backend
 
 __all__ = ["from_vmas", "is_vmas_env"]
 
@@ -41,9 +41,7 @@ def is_vmas_env(obj: Any) -> bool:
         >>> is_vmas_env(TicTacToe())
         False
     """
-    if isinstance(obj, type):
-        return False
-    return any((c.__module__, c.__name__) == _VMAS_BASE for c in type(obj).__mro__)
+    return derives_from(obj, [_VMAS_BASE])
 
 
 def from_vmas(env: Any) -> Any:
