@@ -21,6 +21,8 @@ import math
 from collections import deque
 from typing import Any, Callable, Optional
 
+import gymnasium as gym
+
 from marlhub.episode.play import RandomEpisode
 
 __all__ = ["ROUND_TRIPS", "compare_round_trip"]
@@ -101,15 +103,28 @@ def compare_round_trip(target: str, make_env: Callable[[], Any], *, seed: int = 
             return None
         # An API may name agents its own way (PettingZoo: strings): match them by position.
         name = dict(zip(played.env.possible_agents, trip.possible_agents))
+        shift = {a: _start_shift(played.env, trip, a, name.get(a, a)) for a in name}
         queues: dict[Any, deque] = {}
         for actions in played.actions:
             for agent, action in actions.items():
-                queues.setdefault(name.get(agent, agent), deque()).append(action)
+                moved = action + shift[agent] if shift.get(agent) else action
+                queues.setdefault(name.get(agent, agent), deque()).append(moved)
         returns = {name.get(a, a): r for a, r in returns.items()}
         problem = _replay(trip, queues, returns, episode_seed, max_steps * 10)
         if problem:
             return f"round trip through {target}, episode seeded {episode_seed}: {problem}"
     return None
+
+
+def _start_shift(original: Any, trip: Any, agent: Any, trip_agent: Any) -> int:
+    """How far the round trip moved a Discrete action space's start (OpenSpiel counts from 0)."""
+    try:
+        before, after = original.get_action_space(agent), trip.get_action_space(trip_agent)
+    except Exception:  # an env without per-agent spaces: actions go as they are
+        return 0
+    if isinstance(before, gym.spaces.Discrete) and isinstance(after, gym.spaces.Discrete):
+        return int(after.start) - int(before.start)
+    return 0
 
 
 def _replay(env: Any, queues: dict[Any, deque], returns: dict[Any, float], seed: int,

@@ -18,6 +18,7 @@ from marlhub.conformance import check, roundtrip
 from marlhub.conformance.interop import TARGET_NAMES, check_targets, parse_targets
 from marlhub.envs import RockPaperScissors
 from marlhub.errors import ConfigError
+from tests.conformance.valid_envs import ActionsStartAtOne
 
 pytest.importorskip("pettingzoo")
 pytest.importorskip("pyspiel")
@@ -79,6 +80,13 @@ def test_round_trips_keep_returns_and_action_counts() -> None:
                 continue
             problem = roundtrip.compare_round_trip(target, lambda: marlhub.make(env_id), seed=3)
             assert problem is None, (env_id, target, problem)
+
+
+def test_a_round_trip_through_openspiel_counts_actions_from_zero() -> None:
+    # OpenSpiel's actions are 0..n-1, so Discrete(3, start=1)'s 1..3 come back as 0..2.
+    problem = roundtrip.compare_round_trip("openspiel", ActionsStartAtOne, seed=0)
+    assert problem is None, problem
+    assert check_targets(ActionsStartAtOne, ["openspiel"])[0].status == "pass"
 
 
 def test_a_missing_library_is_skipped_naming_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
