@@ -36,8 +36,11 @@ from marlhub.errors import (
     ResetNeededError,
     TargetError,
     UnknownEnvError,
+    VectorEnvError,
+    WorkerError,
 )
 from marlhub.registry import EnvContext, Registry, make, register_env, registered
+from marlhub.registry.vector import make_vec
 from marlhub.version import __version__
 from marlhub.wrappers import GroupAgentsWrapper  # also what with_agent_groups builds
 
@@ -70,10 +73,13 @@ __all__ = [
     "ResetNeededError",
     "TargetError",
     "UnknownEnvError",
+    "VectorEnvError",
+    "WorkerError",
     "__version__",
     "convert",
     "is_multi_agent_env",
     "make",
+    "make_vec",
     "register_env",
     "registered",
 ]

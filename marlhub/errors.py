@@ -18,7 +18,9 @@ working in code that never heard of marlhub::
     ├── NotParallelizableError   (ValueError)   a turn-based step where a parallel API needs all agents
     ├── AgentIdError             (ValueError)   an agent id that is unknown, repeated or missing
     ├── TargetError              (ValueError)   a conformance target that cannot be loaded
-    └── ConversionError          (ValueError)   a conversion to an API marlhub does not know
+    ├── ConversionError          (ValueError)   a conversion to an API marlhub does not know
+    ├── VectorEnvError           (ValueError)   a vector env call it cannot take (bad seeds, closed)
+    └── WorkerError              (RuntimeError) an async vector env's worker raised or died
 
     MarlhubWarning (UserWarning)
 
@@ -56,6 +58,8 @@ __all__ = [
     "ResetNeededError",
     "TargetError",
     "UnknownEnvError",
+    "VectorEnvError",
+    "WorkerError",
     "closest",
 ]
 
@@ -257,13 +261,19 @@ class ActionError(MarlhubError, ValueError):
         agent_id: the agent whose action is wrong (None when the dict itself is).
         actual: what was sent.
         expected: what would have been accepted.
+        copy_index: the copy of a vector env the action was for (None outside one).
     """
 
-    def __init__(self, agent_id: Any, actual: Any, *, expected: str, fix: str = "") -> None:
+    def __init__(self, agent_id: Any, actual: Any, *, expected: str, fix: str = "",
+                 copy_index: Any = None) -> None:
         self.agent_id = agent_id
         self.actual = actual
         self.expected = expected
+        self.copy_index = copy_index  # the copy of a vector env, when in one
+        self.fix = fix
         who = f"for {agent_id!r}" if agent_id is not None else "in the action dict"
+        if copy_index is not None:
+            who += f" in copy {copy_index}"
         fix = fix or (
             "Send exactly one action for each agent in the last observation dict, "
             "inside its action space and mask."
@@ -358,3 +368,52 @@ class ConversionError(MarlhubError, ValueError):
             f"Cannot convert to {target!r}: the supported targets are "
             f"{_quote_list(self.supported)}; pass one of them as `to`.{hint}"
         )
+
+
+class VectorEnvError(MarlhubError, ValueError):
+    """A call a vector env cannot take: bad seeds or ``reset_mask``, or the env is closed.
+
+    Attributes:
+        env_name: the vector env (``"AsyncVectorMultiAgentEnv(tic_tac_toe, num_envs=4)"``).
+        problem: what was wrong, with the value given.
+    """
+
+    def __init__(self, env_name: str, problem: str, fix: str) -> None:
+        self.env_name = env_name
+        self.problem = problem
+        super().__init__(f"{env_name}: {problem}. {fix}")
+
+
+class WorkerError(MarlhubError, RuntimeError):
+    """A worker process of an async vector env raised, died or did not answer.
+
+    Attributes:
+        copy_index: the copy concerned (the first of the worker's copies when it died).
+        worker_index: the worker process.
+        copies: every copy the worker holds.
+        call: what the worker was doing (``"step"``, ``"reset"``, ``"call('render')"``).
+        reason: what happened (``"raised ValueError: ..."``, ``"is gone: ..."``).
+        exception_type: the name of the exception raised in the worker ("" when it died).
+        worker_traceback: the worker's traceback ("" when it died).
+        exitcode: the process's exit code when it died (negative: killed by that signal).
+    """
+
+    def __init__(self, *, copy_index: int, worker_index: int, copies: Sequence[int], call: str,
+                 reason: str, exception_type: str = "", worker_traceback: str = "",
+                 exitcode: Any = None, fix: str = "") -> None:
+        self.copy_index = copy_index
+        self.worker_index = worker_index
+        self.copies = list(copies)
+        self.call = call
+        self.reason = reason
+        self.exception_type = exception_type
+        self.worker_traceback = worker_traceback
+        self.exitcode = exitcode
+        held = ", ".join(str(c) for c in self.copies)
+        message = (f"Copy {copy_index} (worker {worker_index}, which holds copies {held}) "
+                   f"{reason} during {call}.")
+        if fix:
+            message += f" {fix}"
+        if worker_traceback:
+            message += f"\nThe worker's traceback:\n{worker_traceback.rstrip()}"
+        super().__init__(message)

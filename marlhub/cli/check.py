@@ -31,6 +31,7 @@ from marlhub.conformance.junit import junit_xml
 from marlhub.conformance.options import DEFAULT_MAX_STEPS, CheckOptions
 from marlhub.conformance.runner import Outcome, run_targets
 from marlhub.conformance.targets import expand_targets
+from marlhub.conformance.vector import check_vector_targets
 from marlhub.errors import MarlhubError
 
 __all__ = ["add_check_command", "run_check"]
@@ -80,6 +81,9 @@ def add_check_command(subparsers: Any) -> argparse.ArgumentParser:
                         help="check targets in N worker processes (default: 1)")
     parser.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds per target (default: {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--vector", type=positive_int, default=0, metavar="N",
+                        help="also check that a vector env of N copies (sync and async, every "
+                        "autoreset mode) returns, copy by copy, what N separate envs return")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="print only the failing targets and the final count")
     parser.set_defaults(func=run_check)
@@ -126,6 +130,7 @@ def run_check(args: argparse.Namespace) -> int:
                            on_episode=on_episode)
     if progress:
         progress.close()
+    outcomes += _vector_outcomes(args, [o.report for o in outcomes if o.report is not None])
     reports = [o.report for o in outcomes if o.report is not None]
     not_loaded = {o.target: o.load_error for o in outcomes if o.load_error is not None}
     load_errors = {t: e for t, e in not_loaded.items() if t not in from_glob}
@@ -163,6 +168,19 @@ def _print_outcome(outcome: Outcome, *, quiet: bool, skipped: bool) -> None:
     detailed = report.findings or report.conversions or report.lockstep_seconds is not None
     text = str(report) if detailed else report.summary_line()
     out(text)
+
+
+def _vector_outcomes(args: argparse.Namespace, reports: list[Any]) -> list[Outcome]:
+    """``--vector N``: each checked target's vector env against N separate envs, printed."""
+    if not args.vector:
+        return []
+    found = check_vector_targets([r.target for r in reports], args.vector, seed=args.seed,
+                                 episodes=args.episodes, max_steps=args.max_steps,
+                                 timeout=args.timeout)
+    outcomes = [Outcome(report.target, report=report) for report in found]
+    for outcome in outcomes:
+        _print_outcome(outcome, quiet=args.quiet, skipped=False)
+    return outcomes
 
 
 def _target_list(text: str) -> list[str]:

@@ -32,7 +32,8 @@ from marlhub.adapters import to_hub
 from marlhub.errors import MarlhubError, TargetError
 from marlhub.registry import EnvContext, Registry, default_registry
 
-__all__ = ["Target", "expand_target_strings", "expand_targets", "is_glob", "resolve_target"]
+__all__ = ["Target", "expand_target_strings", "expand_targets", "is_glob", "is_registry_id",
+           "resolve_target"]
 
 _GLOB_CHARS = set("*?[")
 
@@ -58,6 +59,19 @@ class Target:
 def is_glob(text: str) -> bool:
     """Tell whether a target string is a glob over registry ids."""
     return ":" not in text and bool(_GLOB_CHARS & set(text))
+
+
+def is_registry_id(text: str) -> bool:
+    """Tell whether a target string with ``:`` is a registry id, not ``module:attr``.
+
+    ``remote/HOST:PORT`` ids hold a ``:``; what follows their last ``:`` is a
+    port number, which no Python attribute name can be.
+
+    Example:
+        >>> is_registry_id("remote/127.0.0.1:50051"), is_registry_id("mypkg.envs:Grid")
+        (True, False)
+    """
+    return ":" not in text or text.rpartition(":")[2].isdigit()
 
 
 def expand_target_strings(
@@ -115,7 +129,7 @@ def resolve_target(target: Any, registry: Optional[Registry] = None) -> Target:
         TargetError: the string names nothing loadable.
     """
     if isinstance(target, str):
-        if ":" in target:
+        if ":" in target and not is_registry_id(target):
             return _from_object(_load_attr(target), name=target)
         reg = registry or default_registry()
         return Target(target, lambda: reg.make(target), fresh=True, registry_id=target)

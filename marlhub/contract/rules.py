@@ -51,6 +51,7 @@ __all__ = [
     "TURN_ACTION_DICT_UNTOUCHED",
     "TURN_ACTORS_EXIST",
     "TURN_MASK_VALID",
+    "VECTOR_EQUIV",
 ]
 
 Severity = Literal["error", "warning"]
@@ -80,6 +81,7 @@ EPISODE_ENDS = "episode.ends"
 EPISODE_STEP_AFTER_END = "episode.step_after_end"
 EQUIV_TRAJECTORY = "equiv.trajectory"
 EQUIV_RETURNS = "equiv.returns"
+VECTOR_EQUIV = "vector.equiv"
 RESOURCE_MEMORY_BOUNDED = "resource.memory_bounded"
 ENV_RAISED = "env.raised"
 ENV_TIMEOUT = "env.timeout"
@@ -160,6 +162,9 @@ _TABLE: list[tuple[str, Severity, str]] = [
      "same observations, rewards and ends"),
     (EQUIV_RETURNS, "error",
      "each agent's sum of rewards over an episode equals the native return"),
+    (VECTOR_EQUIV, "error",
+     "copy i of a vector env (sync or async, every autoreset mode) returns what a separately "
+     "made env seeded seed + i returns for the same actions"),
     (ENV_RAISED, "error", "the env does not raise on valid use (reset, step, spaces)"),
     (ENV_TIMEOUT, "error", "the check of one target finishes within its time limit"),
 ]

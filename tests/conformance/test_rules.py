@@ -77,7 +77,8 @@ def test_the_well_behaved_env_keeps_every_rule() -> None:
 def test_every_contract_rule_has_a_breaker() -> None:
     covered = {rule for _, rule, _, _ in BREAKERS}
     lockstep = {R.EQUIV_TRAJECTORY, R.EQUIV_RETURNS}  # tested with the adapters
-    assert set(RULES) - lockstep <= covered
+    vector = {R.VECTOR_EQUIV}  # broken vector envs: tests/conformance/test_vector.py
+    assert set(RULES) - lockstep - vector <= covered
 
 
 @pytest.mark.parametrize(("target", "rule", "options", "severity"), BREAKERS,

@@ -1,0 +1,455 @@
+"""Throughput of marlhub's vector envs: agent-steps/s against the number of copies.
+
+Contestants, for each env and number of copies (1, 2, 4, 8 by default), run
+interleaved in one process (round after round, in a rotating order), so
+drifts of the machine's speed hit them alike:
+
+* ``native``: one native env (PettingZoo's parallel pistonball), for reference;
+* ``serial``: a plain loop over ``N`` hub envs (``marlhub.make``), each reset
+  when its episode ends: the baseline of the sync vector env;
+* ``sync``: ``marlhub.make_vec(id, N)`` (``next_step`` autoreset: the call after an
+  episode's end resets the copy, so short episodes cost one call more);
+* ``sync same_step``: the same with ``autoreset_mode="same_step"``, which resets
+  in the ending call as the serial loop does;
+* ``async``: ``marlhub.make_vec(id, N, vectorization_mode="async")`` with
+  ``min(N, --workers)`` worker processes;
+* ``supersuit``: SuperSuit's ``concat_vec_envs_v1`` over
+  ``pettingzoo_env_to_vec_env_v1`` with ``min(N, --workers)`` processes (only
+  PettingZoo parallel envs with one space for all agents and no deaths,
+  i.e. pistonball here);
+* ``rllib``: RLlib's own ``SyncVectorMultiAgentEnv`` over ``N`` copies made
+  with ``marlhub.make(id, to="rllib")``.
+
+Every contestant picks the same kind of action for each actor (a random legal
+one from the mask when there is one, a random int of a Discrete space, else
+one fixed sample per agent) and counts one agent-step per action sent. Times
+are wall-clock (worker processes work outside this process's CPU time); the
+build of each vector env and its first reset are not timed. Printed per env:
+the median agent-steps/s over the rounds and, in brackets, the median of the
+per-round ratios to ``serial`` (and, for pistonball, a table of ratios to
+``native``).
+
+``--memory-episodes E`` also plays ``E`` episodes in total with the sync and
+the async vector env of kuhn_poker and traffic and prints the resident memory
+of this process and of the workers after the first tenth and at the end.
+
+Usage::
+
+    python benchmarks/vector_throughput.py                       # ~15 minutes
+    python benchmarks/vector_throughput.py --envs kuhn_poker --copies 1 8 --rounds 3
+    python benchmarks/vector_throughput.py --quick                # seconds, a smoke test
+    python benchmarks/vector_throughput.py --json out.json        # also write the numbers
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import marlhub  # noqa: E402
+from marlhub.spaces import raw_action_mask  # noqa: E402
+
+
+class EnvSpec(NamedTuple):
+    """An env of the benchmark: its registry id and config, and what else can run it."""
+
+    env_id: str
+    config: Optional[dict[str, Any]]
+    native: Optional[str] = None  # the PettingZoo id of the native parallel env
+    supersuit: bool = False
+
+
+ENVS = {
+    "pistonball": EnvSpec("pettingzoo/butterfly/pistonball-v6", {"api": "parallel"},
+                          native="butterfly/pistonball-v6", supersuit=True),
+    "kuhn_poker": EnvSpec("openspiel/kuhn_poker", None),
+    "tic_tac_toe": EnvSpec("tic_tac_toe", None),
+}
+COPIES = [1, 2, 4, 8]
+
+
+class Policy:
+    """The same action rule for every contestant: cheap, seeded, legal."""
+
+    def __init__(self, seed: int) -> None:
+        self.numbers = np.random.default_rng(seed).integers(0, 1 << 30, 1 << 14).tolist()
+        self.k = 0
+        self.fixed: dict[Any, Any] = {}
+
+    def number(self) -> int:
+        self.k = (self.k + 1) & 0x3FFF
+        return int(self.numbers[self.k])
+
+    def act(self, agent: Any, obs: Any, info: Any, space: Any) -> Any:
+        mask = raw_action_mask(obs, info)
+        if mask is not None:
+            legal = np.flatnonzero(mask)
+            return int(legal[self.number() % legal.size])
+        if hasattr(space, "n"):
+            return int(space.start) + self.number() % int(space.n)
+        if agent not in self.fixed:
+            space.seed(self.number())
+            self.fixed[agent] = space.sample()
+        return self.fixed[agent]
+
+    def actions(self, actors: list[Any], obs: Any, infos: Any,
+                space_of: Callable[[Any], Any]) -> dict[Any, Any]:
+        return {a: self.act(a, obs[a], infos.get(a), space_of(a)) for a in actors}
+
+
+def next_actors(obs: Any, terminateds: Any, truncateds: Any) -> list[Any]:
+    """The agents that act next, as a user's loop finds them."""
+    return [a for a in obs if not (terminateds.get(a) or truncateds.get(a))]
+
+
+def timed(seconds: float, step: Callable[[], int], warm_up: int = 20) -> float:
+    """Call ``step`` (it returns the agent-steps it made) for ``seconds``; return agent-steps/s.
+
+    The first ``warm_up`` calls are not timed (caches, lazily built checks).
+    """
+    for _ in range(warm_up):
+        step()
+    done, start = 0, time.perf_counter()
+    while True:
+        for _ in range(4):
+            done += step()
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return done / elapsed
+
+
+# -- contestants -------------------------------------------------------------------------
+
+
+def run_serial(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+    envs = [marlhub.make(spec.env_id, spec.config) for _ in range(n)]
+    policy = Policy(seed)
+    space_of = [e.get_action_space for e in envs]
+    state = [list(e.reset(seed=seed + i)) for i, e in enumerate(envs)]
+    actors = [list(s[0]) for s in state]
+
+    def step() -> int:
+        count = 0
+        for i, env in enumerate(envs):
+            obs, infos = state[i]
+            acts = policy.actions(actors[i], obs, infos, space_of[i])
+            count += len(acts)
+            obs, _, terminateds, truncateds, infos = env.step(acts)
+            if terminateds["__all__"] or truncateds["__all__"]:
+                obs, infos = env.reset()
+                actors[i] = list(obs)
+            else:
+                actors[i] = next_actors(obs, terminateds, truncateds)
+            state[i] = [obs, infos]
+        return count
+
+    try:
+        return timed(seconds, step)
+    finally:
+        for env in envs:
+            env.close()
+
+
+def drive_vector(venv: Any, seconds: float, seed: int) -> float:
+    """Agent-steps/s of a vector env of lists of dicts (ours or RLlib's), next_step autoreset."""
+    policy = Policy(seed)
+    space_of = [c.unwrapped.get_action_space for c in venv.envs]
+    obs, infos = venv.reset(seed=seed)
+    actors = [list(o) for o in obs]
+    n = len(obs)
+    same_step = venv.metadata.get("autoreset_mode") == "same_step"
+
+    def step() -> int:
+        nonlocal obs, infos
+        acts = [policy.actions(actors[i], obs[i], infos[i], space_of[i]) for i in range(n)]
+        obs, _, terminateds, truncateds, infos = venv.step(acts)
+        for i in range(n):
+            if terminateds[i]["__all__"] or truncateds[i]["__all__"]:
+                # next_step: reset in the next call (its action dict is ignored);
+                # same_step: obs is the reset's already.
+                actors[i] = list(obs[i]) if same_step else []
+            else:
+                actors[i] = next_actors(obs[i], terminateds[i], truncateds[i])
+        return sum(map(len, acts))
+
+    return timed(seconds, step)
+
+
+def run_sync(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+    with marlhub.make_vec(spec.env_id, n, spec.config) as venv:
+        return drive_vector(venv, seconds, seed)
+
+
+def run_sync_same_step(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+    with marlhub.make_vec(spec.env_id, n, spec.config, autoreset_mode="same_step") as venv:
+        return drive_vector(venv, seconds, seed)
+
+
+def run_async(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+    with marlhub.make_vec(spec.env_id, n, spec.config, vectorization_mode="async",
+                          num_workers=min(n, workers)) as venv:
+        return drive_vector(venv, seconds, seed)
+
+
+def rllib_runner() -> Optional[Callable[..., float]]:
+    """RLlib's SyncVectorMultiAgentEnv, or None when Ray is not installed."""
+    try:
+        from ray.rllib.env.vector.sync_vector_multi_agent_env import (
+            SyncVectorMultiAgentEnv,
+        )
+    except Exception:  # ImportError, or Ray failing to import here
+        return None
+
+    def run(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+        fns = [lambda: marlhub.make(spec.env_id, spec.config, to="rllib") for _ in range(n)]
+        venv = SyncVectorMultiAgentEnv(fns)
+        try:
+            return drive_vector(venv, seconds, seed)
+        finally:
+            venv.close()
+
+    return run
+
+
+def native_runner(spec: EnvSpec) -> Optional[Callable[..., float]]:
+    """One native PettingZoo parallel env (``n`` is ignored), or None."""
+    if spec.native is None:
+        return None
+    try:
+        import pettingzoo
+    except ImportError:
+        return None
+
+    def run(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+        env = pettingzoo.make("parallel", spec.native)
+        policy = Policy(seed)
+        env.reset(seed=seed)
+
+        def step() -> int:
+            acts = {a: policy.act(a, None, None, env.action_space(a)) for a in env.agents}
+            env.step(acts)
+            if not env.agents:
+                env.reset()
+            return len(acts)
+
+        try:
+            return timed(seconds, step)
+        finally:
+            env.close()
+
+    return run
+
+
+def supersuit_runner(spec: EnvSpec) -> Optional[Callable[..., float]]:
+    """SuperSuit's concat_vec_envs over the native parallel env, or None."""
+    if not spec.supersuit or spec.native is None:
+        return None
+    try:
+        import pettingzoo
+        import supersuit as ss
+    except ImportError:
+        return None
+
+    def run(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+        native = pettingzoo.make("parallel", spec.native)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            venv = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(native), n,
+                                         num_cpus=min(n, workers), base_class="gymnasium")
+        try:
+            venv.reset(seed=seed)
+            space = venv.action_space  # SuperSuit's: one agent's space
+            space.seed(seed)
+            actions = np.stack([space.sample() for _ in range(venv.num_envs)])
+
+            def step() -> int:
+                venv.step(actions)
+                return venv.num_envs
+
+            return timed(seconds, step)
+        finally:
+            venv.close()
+
+    return run
+
+
+# -- measuring ----------------------------------------------------------------------------
+
+
+def contestants_for(spec: EnvSpec) -> tuple[dict[str, Callable[..., float]], list[str]]:
+    runners: dict[str, Callable[..., float]] = {}
+    missing = []
+    native = native_runner(spec)
+    if native is not None:
+        runners["native"] = native
+    runners.update({"serial": run_serial, "sync": run_sync, "sync same_step": run_sync_same_step,
+                    "async": run_async})
+    for name, factory in (("supersuit", lambda: supersuit_runner(spec)), ("rllib", rllib_runner)):
+        runner = factory()
+        if runner is not None:
+            runners[name] = runner
+        elif name == "rllib" or spec.supersuit:
+            missing.append(name)
+    return runners, missing
+
+
+def measure(args: argparse.Namespace) -> tuple[dict[tuple[str, int, str], list[float]], list[str]]:
+    results: dict[tuple[str, int, str], list[float]] = {}
+    missing: set[str] = set()
+    for round_index in range(args.rounds):
+        for env_name in args.envs:
+            spec = ENVS[env_name]
+            runners, absent = contestants_for(spec)
+            missing.update(absent)
+            for n in args.copies:
+                order = list(runners)
+                shift = (round_index + n) % len(order)
+                for name in order[shift:] + order[:shift]:
+                    if name == "native" and n != args.copies[0]:
+                        continue  # one native env: measured once per round
+                    rate = runners[name](spec, n, args.seconds, args.seed + round_index,
+                                         args.workers)
+                    results.setdefault((env_name, n, name), []).append(rate)
+            print(f"round {round_index + 1}/{args.rounds}: {env_name} done", file=sys.stderr)
+    return results, sorted(missing)
+
+
+def table(results: dict[tuple[str, int, str], list[float]], env_name: str,
+          copies: list[int], base: str) -> list[str]:
+    names = list(dict.fromkeys(k[2] for k in results if k[0] == env_name and k[2] != "native"))
+    lines = [f"{env_name}: agent-steps/s (median paired ratio to {base})",
+             f"{'contestant':<16}" + "".join(f"{f'{n} copies':>22}" for n in copies)]
+    native = results.get((env_name, copies[0], "native"))
+    if native:
+        lines.append(f"{'native (1 env)':<16}{statistics.median(native):>22,.0f}")
+    for name in names:
+        cells = []
+        for n in copies:
+            rates = results.get((env_name, n, name))
+            base_rates = native if base == "native" else results.get((env_name, n, base))
+            if not rates or not base_rates:
+                cells.append(f"{'-':>22}")
+                continue
+            ratio = statistics.median(r / b for r, b in zip(rates, base_rates))
+            cells.append(f"{statistics.median(rates):>13,.0f} ({ratio:5.2f})")
+        lines.append(f"{name:<16}" + "".join(f"{c:>22}" for c in cells))
+    return lines
+
+
+def rss_kb(pid: int) -> int:
+    """Resident memory of process ``pid`` in KiB (Linux), 0 elsewhere."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def memory_run(env_id: str, mode: str, episodes: int, seed: int) -> dict[str, Any]:
+    """Play ``episodes`` episodes over 4 copies; resident memory after a tenth and at the end."""
+    options = {"num_workers": 2} if mode == "async" else {}
+    with marlhub.make_vec(env_id, 4, vectorization_mode=mode, **options) as venv:
+        policy = Policy(seed)
+        space_of = [c.unwrapped.get_action_space for c in venv.envs]
+        pids = [os.getpid()] + [p.pid for p in getattr(venv, "processes", lambda: [])()]
+        obs, infos = venv.reset(seed=seed)
+        actors = [list(o) for o in obs]
+        finished, marks = 0, {}
+        while finished < episodes:
+            acts = [policy.actions(actors[i], obs[i], infos[i], space_of[i]) for i in range(4)]
+            obs, _, terminateds, truncateds, infos = venv.step(acts)
+            for i in range(4):
+                if terminateds[i]["__all__"] or truncateds[i]["__all__"]:
+                    finished += 1
+                    actors[i] = []
+                else:
+                    actors[i] = next_actors(obs[i], terminateds[i], truncateds[i])
+            if "tenth" not in marks and finished >= episodes // 10:
+                marks["tenth"] = [rss_kb(p) for p in pids]
+        marks["end"] = [rss_kb(p) for p in pids]
+    growth = [end - start for start, end in zip(marks["tenth"], marks["end"])]
+    return {"env": env_id, "mode": mode, "episodes": finished, "rss_kb_after_tenth": marks["tenth"],
+            "rss_kb_at_end": marks["end"], "growth_kb": growth}
+
+
+def write_json(path: str, args: argparse.Namespace, results: dict[tuple[str, int, str], list[float]],
+               missing: list[str], memory: list[dict[str, Any]], load: Any) -> None:
+    document = {
+        "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                    "cpus": os.cpu_count(), "load_average_before": load},
+        "command": " ".join(["python", "benchmarks/vector_throughput.py", *sys.argv[1:]]),
+        "unit": "agent-steps/s, wall time",
+        "rounds": args.rounds, "seconds_per_measurement": args.seconds, "workers": args.workers,
+        "not_measured": missing,
+        "results": [{"env": e, "copies": n, "contestant": c, "rates": [round(r, 1) for r in rates],
+                     "median": round(statistics.median(rates), 1)}
+                    for (e, n, c), rates in sorted(results.items())],
+        "memory": memory,
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(document, f, indent=1)
+        f.write("\n")
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Measure, print the tables, optionally write JSON; return 0."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
+    parser.add_argument("--copies", nargs="+", type=int, default=COPIES)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=1.0, help="per measurement")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="worker processes of async and supersuit (at most the copies)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory-episodes", type=int, default=0, metavar="E")
+    parser.add_argument("--quick", action="store_true", help="1 round of 0.1 s, copies 1 and 2")
+    parser.add_argument("--json", metavar="PATH", help="also write the measurements to PATH")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rounds, args.seconds, args.copies = 1, 0.1, [1, 2]
+    load = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+    results, missing = measure(args)
+    print(f"wall-time agent-steps/s, median of {args.rounds} interleaved rounds of "
+          f"{args.seconds:g} s each; load average before: {load}")
+    for env_name in args.envs:
+        print()
+        print("\n".join(table(results, env_name, args.copies, "serial")))
+        if (env_name, args.copies[0], "native") in results:
+            print("\n".join(table(results, env_name, args.copies, "native")[1:]))
+    if missing:
+        print(f"\nnot installed, not measured: {', '.join(missing)}")
+    memory = []
+    if args.memory_episodes:
+        print(f"\nresident memory (KiB: this process, then each worker) over "
+              f"{args.memory_episodes} episodes of 4 copies")
+        for env_id in ("openspiel/kuhn_poker", "traffic"):
+            for mode in ("sync", "async"):
+                row = memory_run(env_id, mode, args.memory_episodes, args.seed)
+                memory.append(row)
+                print(f"  {env_id:<22} {mode:<6} after a tenth {row['rss_kb_after_tenth']}, "
+                      f"at the end {row['rss_kb_at_end']}, growth {row['growth_kb']}")
+    if args.json:
+        write_json(args.json, args, results, missing, memory, load)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

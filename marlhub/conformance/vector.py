@@ -1,0 +1,271 @@
+"""A vector env is its copies: ``check_vector`` compares it, copy by copy, with separate envs.
+
+For each vectorization mode (``sync``, ``async``) and autoreset mode
+(``next_step``, ``same_step``, ``disabled``), :func:`check_vector` builds a
+vector env of ``num_envs`` copies and ``num_envs`` separate envs from the same
+env_fns, resets the vector env with ``seed`` and copy ``i`` with ``seed + i``,
+then sends both the same seeded random legal actions until every copy has
+finished ``episodes`` episodes. What each copy of the vector env returns must
+equal what its separate env returns under the autoreset mode's rule
+(:mod:`marlhub.vector.copies`), written out here once more as the oracle:
+
+* ``next_step``: after an end, the next call is the separate env's ``reset()``
+  with ``{}`` rewards and ``{"__all__": False}`` done dicts;
+* ``same_step``: the ending step's rewards and done dicts, the ``reset()``
+  obs, and the reset infos with the final obs and infos under ``"__common__"``;
+* ``disabled``: an ended copy returns ``{}`` and its final ``__all__`` flags
+  until ``reset(options={"reset_mask": mask})`` resets it (the check resets the
+  ended copies once half of them have ended, so others run meanwhile).
+
+The first difference of each mode pair is a :data:`~marlhub.contract.rules.VECTOR_EQUIV` finding;
+anything raised is an ``env.raised`` finding. ``marlhub check ID --vector N``
+runs it from the shell.
+
+Example:
+    >>> report = check_vector("rock_paper_scissors", 2, episodes=1)
+    >>> report.ok, report.target
+    (True, 'rock_paper_scissors --vector 2')
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Optional
+
+import numpy as np
+
+from marlhub.conformance.report import Finding, Report
+from marlhub.conformance.targets import is_registry_id, resolve_target
+from marlhub.contract.compare import why_different
+from marlhub.contract.rules import ENV_RAISED, VECTOR_EQUIV
+from marlhub.core import ALL
+from marlhub.episode.play import action_space_getter, random_actions
+from marlhub.episode.status import actors_of, episode_over, flag
+from marlhub.errors import TargetError
+from marlhub.registry.vector import VECTORIZATION_MODES, env_fns_for
+from marlhub.spaces import ActionSampler
+from marlhub.vector import (
+    AUTORESET_MODES,
+    AsyncVectorMultiAgentEnv,
+    SyncVectorMultiAgentEnv,
+)
+from marlhub.vector.base import DISABLED, NEXT_STEP, SAME_STEP
+from marlhub.vector.copies import same_step_infos
+
+__all__ = [
+    "check_vector",
+    "check_vector_targets",
+    "vector_env_fns",
+]
+
+
+_FIELDS = ("obs", "rewards", "terminateds", "truncateds", "infos")
+
+
+def vector_env_fns(target: Any, num_envs: int,
+                   config: Optional[Mapping[str, Any]] = None) -> list[Callable[[], Any]]:
+    """Return ``num_envs`` env_fns for ``target``: an id, class, factory or ``module:attr``.
+
+    ``config`` goes to a registry id's env (other targets are called as they are).
+
+    Raises:
+        TargetError: the target is one env instance (copies cannot be made of it).
+        UnknownEnvError: an id nobody registered.
+    """
+    if isinstance(target, str) and is_registry_id(target):
+        return list(env_fns_for(target, num_envs, config))
+    resolved = resolve_target(target)
+    if not resolved.fresh:
+        raise TargetError(resolved.name, "a vector env needs copies, and this is one env instance",
+                          "Give a registry id, an env class or a factory function instead.")
+    return [resolved.build] * num_envs
+
+
+def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int = 2,
+                 max_steps: int = 1000, vectorization_modes: Sequence[str] = VECTORIZATION_MODES,
+                 autoreset_modes: Sequence[str] = AUTORESET_MODES, num_workers: int = 2,
+                 timeout: Optional[float] = 120.0, name: Optional[str] = None,
+                 config: Optional[Mapping[str, Any]] = None) -> Report:
+    """Compare a vector env of ``target`` with ``num_envs`` separate envs, in every mode.
+
+    Args:
+        target: a registry id, an env class or factory, or ``"module:attr"``.
+        num_envs: how many copies.
+        seed: the vector env's reset seed (copy ``i`` gets ``seed + i``).
+        episodes: play until every copy finished this many episodes...
+        max_steps: ... or this many vector steps, per mode pair.
+        vectorization_modes: which of ``"sync"``, ``"async"`` to check.
+        autoreset_modes: which autoreset modes to check.
+        num_workers: worker processes of the async env.
+        timeout: seconds the async env waits for its workers in each call.
+        name: how the target is named in the report.
+        config: the env's config, for a registry id.
+
+    Returns:
+        A report named ``"<target> --vector N"``: ``episodes`` counts the episodes
+        finished over all copies and modes, ``steps`` the vector steps.
+    """
+    start = time.perf_counter()
+    label = f"{name or (target if isinstance(target, str) else repr(target))} --vector {num_envs}"
+    env_fns = vector_env_fns(target, num_envs, config)
+    report = Report(label)
+    for vmode in vectorization_modes:
+        for amode in autoreset_modes:
+            try:
+                comparison = _Comparison(env_fns, vmode, amode, seed, num_workers, timeout)
+            except Exception as exc:
+                report.findings.append(Finding(
+                    ENV_RAISED, "error", f"{vmode}/{amode}: making the vector env and its "
+                    f"separate twins raised {type(exc).__name__}: {exc}"))
+                continue
+            try:
+                report.findings += comparison.play(episodes, max_steps)
+            finally:
+                comparison.close()
+            report.steps += comparison.steps
+            report.episodes += sum(comparison.finished)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def check_vector_targets(targets: Sequence[str], num_envs: int, *, seed: int = 0,
+                         episodes: int = 20, max_steps: int = 1000,
+                         timeout: Optional[float] = 120.0) -> list[Report]:
+    """Run :func:`check_vector` on each target (``marlhub check --vector N``).
+
+    ``episodes`` counts episodes per mode pair, over all copies: each copy plays
+    ``ceil(episodes / num_envs)``. A target whose vector env cannot even be built
+    gets a report with the ``env.raised`` finding.
+    """
+    reports = []
+    for target in targets:
+        try:
+            reports.append(check_vector(target, num_envs, seed=seed, max_steps=max_steps,
+                                        episodes=-(-episodes // num_envs), timeout=timeout))
+        except Exception as exc:  # the target loaded for the main check, but not as copies
+            reports.append(Report(f"{target} --vector {num_envs}", findings=[Finding(
+                ENV_RAISED, "error", f"making a vector env of {num_envs} copies raised "
+                f"{type(exc).__name__}: {exc}")]))
+    return reports
+
+
+class _Comparison:
+    """One vector env and its separate twins, stepped together."""
+
+    def __init__(self, env_fns: list[Callable[[], Any]], vmode: str, amode: str, seed: int,
+                 num_workers: int, timeout: Optional[float]) -> None:
+        self.mode = f"{vmode}/{amode}"
+        self.amode = amode
+        self.seed = seed
+        self.n = len(env_fns)
+        self.steps = 0
+        self.finished = [0] * self.n
+        self.ended = [False] * self.n
+        self.flags = [(False, False)] * self.n
+        self.serial: list[Any] = []
+        self.vector: Any = None
+        if vmode == "sync":
+            self.vector = SyncVectorMultiAgentEnv(env_fns, autoreset_mode=amode)
+        else:
+            self.vector = AsyncVectorMultiAgentEnv(env_fns, autoreset_mode=amode,
+                                                   num_workers=min(num_workers, self.n),
+                                                   timeout=timeout)
+        self.serial = [fn() for fn in env_fns]
+        self.samplers = [ActionSampler(seed + i) for i in range(self.n)]
+        self.space_of = [action_space_getter(env) for env in self.serial]
+
+    def play(self, episodes: int, max_steps: int) -> list[Finding]:
+        """Play until every copy finished ``episodes`` episodes or ``max_steps`` steps pass."""
+        try:
+            got = self.vector.reset(seed=self.seed)
+        except Exception as exc:
+            return [self._raised("the vector env", "reset", exc)]
+        want = [self.serial[i].reset(seed=self.seed + i, options=None) for i in range(self.n)]
+        found = self._compare("reset", got, want, ("obs", "infos"))
+        current = [(w[0], w[1], [*w[0]]) for w in want]  # obs, infos, actors
+        while not found and self.steps < max_steps and min(self.finished) < episodes:
+            actions = [{} if self.ended[i] else random_actions(
+                current[i][2], current[i][0], current[i][1], self.space_of[i], self.samplers[i])
+                for i in range(self.n)]
+            self.steps += 1
+            try:
+                got_step = self.vector.step(actions)
+            except Exception as exc:
+                return [self._raised("the vector env", f"step {self.steps}", exc)]
+            want_step = [self._expected_step(i, actions[i]) for i in range(self.n)]
+            found = self._compare(f"step {self.steps}", got_step, want_step, _FIELDS)
+            current = [(w[0], w[4], self._actors_after(w)) for w in want_step]
+            if not found and self.amode == DISABLED and 2 * sum(self.ended) >= self.n:
+                found, current = self._reset_ended(current)
+        return found
+
+    def _expected_step(self, i: int, action: Any) -> tuple[Any, ...]:
+        env = self.serial[i]
+        if self.ended[i]:
+            if self.amode == NEXT_STEP:
+                self.ended[i] = False
+                obs, infos = env.reset()
+                return obs, {}, {ALL: False}, {ALL: False}, infos
+            return {}, {}, {ALL: self.flags[i][0]}, {ALL: self.flags[i][1]}, {}
+        obs, rewards, terminateds, truncateds, infos = env.step(action)
+        if episode_over(terminateds, truncateds):
+            self.finished[i] += 1
+            if self.amode == SAME_STEP:
+                reset_obs, reset_infos = env.reset()
+                return (reset_obs, rewards, terminateds, truncateds,
+                        same_step_infos(obs, infos, reset_infos))
+            self.ended[i] = True
+            self.flags[i] = (flag(terminateds, ALL), flag(truncateds, ALL))
+        return obs, rewards, terminateds, truncateds, infos
+
+    def _actors_after(self, result: tuple[Any, ...]) -> list[Any]:
+        obs, _, terminateds, truncateds, _ = result
+        if self.amode == SAME_STEP and episode_over(terminateds, truncateds):
+            return list(obs)  # already the reset obs
+        return actors_of(obs, terminateds, truncateds)
+
+    def _reset_ended(self, current: list[Any]) -> tuple[list[Finding], list[Any]]:
+        mask = np.array(self.ended, dtype=bool)
+        try:
+            got = self.vector.reset(options={"reset_mask": mask})
+        except Exception as exc:
+            return [self._raised("the vector env", "a reset with reset_mask", exc)], current
+        want = []
+        for i in range(self.n):
+            if mask[i]:
+                self.ended[i] = False
+                want.append(self.serial[i].reset(seed=None, options=None))
+            else:
+                obs, infos, actors = current[i]
+                want.append(({a: obs[a] for a in actors if a in obs},
+                             {a: infos[a] for a in actors if a in infos}))
+        found = self._compare("a reset with reset_mask", got, want, ("obs", "infos"))
+        return found, [(w[0], w[1], list(w[0])) for w in want]
+
+    def _compare(self, where: str, got: Sequence[Any], want: list[tuple[Any, ...]],
+                 fields: Sequence[str]) -> list[Finding]:
+        for i in range(self.n):
+            for k, field in enumerate(fields):
+                reason = why_different(got[k][i], want[i][k])
+                if reason is not None:
+                    return [Finding(
+                        VECTOR_EQUIV, "error",
+                        f"{self.mode}: copy {i}'s {field} at {where} differ from those of a "
+                        f"separately made env seeded {self.seed} + {i} given the same actions "
+                        f"({reason}; vector vs separate). Each copy must behave as its own env "
+                        "under the autoreset mode's rule.", step=self.steps)]
+        return []
+
+    def _raised(self, who: str, where: str, exc: Exception) -> Finding:
+        return Finding(ENV_RAISED, "error",
+                       f"{self.mode}: {who} raised {type(exc).__name__} at {where}: {exc}",
+                       step=self.steps)
+
+    def close(self) -> None:
+        for env in [self.vector, *self.serial]:
+            try:
+                if env is not None:
+                    env.close()
+            except Exception:  # closing is best effort here
+                pass

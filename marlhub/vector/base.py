@@ -1,0 +1,307 @@
+"""What every vector env of marlhub shares: the base class, autoreset modes, seeds, reset masks.
+
+:class:`VectorMultiAgentEnv` is call-compatible with RLlib's
+``ray.rllib.env.vector.vector_multi_agent_env.VectorMultiAgentEnv`` and, when
+Ray is installed, a subclass of it, so RLlib's env runners take it; yet
+``import marlhub`` does not import Ray (its import takes seconds). Until Ray's
+module is imported, the base class stands in for Ray's; as soon as it is
+(by anyone, before or after marlhub), :func:`adopt_ray_base` puts Ray's class
+in its place (an import hook calls it right after Ray's module runs).
+
+Example:
+    >>> parse_autoreset_mode("NextStep"), parse_autoreset_mode("disabled")
+    ('next_step', 'disabled')
+    >>> seeds_for("VectorEnv", 7, 3)
+    [7, 8, 9]
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any, Optional, cast
+
+import gymnasium as gym
+import numpy as np
+
+from marlhub.core import AgentID
+from marlhub.errors import VectorEnvError
+
+__all__ = [
+    "AUTORESET_MODES",
+    "DISABLED",
+    "NEXT_STEP",
+    "SAME_STEP",
+    "VectorMultiAgentEnv",
+    "adopt_ray_base",
+    "parse_autoreset_mode",
+    "reset_mask_of",
+    "seeds_for",
+    "values_per_copy",
+]
+
+#: A copy whose episode ended is reset in the next call; its action dict there is ignored.
+NEXT_STEP = "next_step"
+#: A copy whose episode ended is reset in the same call; its final obs and infos go to infos.
+SAME_STEP = "same_step"
+#: A copy whose episode ended stays ended until ``reset(options={"reset_mask": mask})``.
+DISABLED = "disabled"
+#: The autoreset modes, named as in Gymnasium 1.x; ``next_step`` is the default.
+AUTORESET_MODES = (NEXT_STEP, SAME_STEP, DISABLED)
+
+#: The module that defines Ray's class.
+RAY_MODULE = "ray.rllib.env.vector.vector_multi_agent_env"
+
+
+class _WithoutRay:
+    """Stands where Ray's ``VectorMultiAgentEnv`` goes until Ray's module is imported."""
+
+
+def parse_autoreset_mode(mode: Any) -> str:
+    """Return ``mode`` as one of :data:`AUTORESET_MODES` (Gymnasium's enum and names taken).
+
+    Raises:
+        VectorEnvError: an unknown mode.
+    """
+    value = getattr(mode, "value", mode)
+    if isinstance(value, str):
+        key = value.replace("_", "").replace("-", "").lower()
+        for known in AUTORESET_MODES:
+            if known.replace("_", "") == key:
+                return known
+    raise VectorEnvError(
+        "autoreset_mode", f"unknown autoreset_mode {mode!r}",
+        f"Pass one of {', '.join(repr(m) for m in AUTORESET_MODES)} (Gymnasium's "
+        "AutoresetMode members are taken too).",
+    )
+
+
+def seeds_for(env_name: str, seed: Any, num_envs: int) -> list[Optional[int]]:
+    """Return one seed per copy: ``seed + i`` for an int, the list itself, or Nones.
+
+    Raises:
+        VectorEnvError: a list of the wrong length, or something that is no seed.
+    """
+    if seed is None:
+        return [None] * num_envs
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+        return [int(seed) + i for i in range(num_envs)]
+    if isinstance(seed, Sequence) and not isinstance(seed, str):
+        if len(seed) != num_envs:
+            raise VectorEnvError(
+                env_name, f"reset() got {len(seed)} seeds for {num_envs} copies",
+                "Pass one int (copy i is seeded seed + i), one seed per copy, or None.")
+        return [None if s is None else int(s) for s in seed]
+    raise VectorEnvError(env_name, f"reset() got the seed {seed!r}",
+                         "Pass an int (copy i is seeded seed + i), a list of one seed per "
+                         "copy, or None.")
+
+
+def reset_mask_of(env_name: str, options: Optional[Mapping[str, Any]],
+                  num_envs: int) -> tuple[Optional[np.ndarray], Optional[dict[str, Any]]]:
+    """Split ``options`` into the ``reset_mask`` (or None) and the options for the copies.
+
+    Raises:
+        VectorEnvError: a mask that is not one bool per copy, or that resets no copy.
+    """
+    if options is None or "reset_mask" not in options:
+        return None, None if options is None else dict(options)
+    rest = {k: v for k, v in options.items() if k != "reset_mask"}
+    raw = options["reset_mask"]
+    mask = np.asarray(raw)
+    if mask.dtype != np.bool_ or mask.shape != (num_envs,):
+        raise VectorEnvError(
+            env_name, f"options['reset_mask'] must be {num_envs} bools, one per copy, got {raw!r}",
+            f"Pass a numpy bool array of shape ({num_envs},) that is True for the copies to reset.")
+    if not mask.any():
+        raise VectorEnvError(env_name, "options['reset_mask'] resets no copy (all False)",
+                             "Set it True for at least one copy, or do not call reset().")
+    return mask, rest or None
+
+
+def values_per_copy(name: str, values: Any, num_envs: int) -> list[Any]:
+    """Return one value per copy: ``values`` itself (a list or tuple of the right length) or repeats.
+
+    Raises:
+        VectorEnvError: a list or tuple of the wrong length.
+    """
+    if not isinstance(values, (list, tuple)):
+        return [values] * num_envs
+    if len(values) != num_envs:
+        raise VectorEnvError(name, f"set_attr() got {len(values)} values for {num_envs} copies",
+                             "Pass one value per copy, or one value (not a list) for all.")
+    return list(values)
+
+
+class VectorMultiAgentEnv(_WithoutRay):
+    """Many copies of a hub env stepped as one: lists of per-copy dicts in, lists out.
+
+    ``reset`` returns ``(obs_list, infos_list)`` and ``step(action_list)`` the
+    five lists, each holding ``num_envs`` dicts shaped exactly as the single
+    env's. Subclasses: :class:`~marlhub.vector.SyncVectorMultiAgentEnv` (in this
+    process) and :class:`~marlhub.vector.AsyncVectorMultiAgentEnv` (in worker
+    processes).
+
+    Attributes:
+        num_envs: how many copies.
+        autoreset_mode: one of :data:`AUTORESET_MODES`, also in ``metadata["autoreset_mode"]``.
+        single_observation_spaces, single_action_spaces: the first copy's spaces by agent.
+        single_observation_space, single_action_space: the same as ``gymnasium.spaces.Dict``.
+        env_id: the registry id the copies were made from, when known (for messages).
+    """
+
+    metadata: dict[str, Any] = {}
+    render_mode: Optional[str] = None
+    closed: bool = False
+    num_envs: int = 0
+    env_id: Optional[str] = None
+    autoreset_mode: str = NEXT_STEP
+    # The copies (sync), or what the parent knows of each (async: RemoteCopy).
+    envs: list[Any] = []
+    single_observation_spaces: Optional[dict[AgentID, gym.Space]] = None
+    single_action_spaces: Optional[dict[AgentID, gym.Space]] = None
+    single_observation_space: Optional[gym.spaces.Dict] = None
+    single_action_space: Optional[gym.spaces.Dict] = None
+    # RLlib's class has them (old API stack); there is no batched space of lists of dicts.
+    observation_space: Optional[gym.Space] = None
+    action_space: Optional[gym.Space] = None
+
+    def _set_spaces(self, possible_agents: Sequence[AgentID],
+                    observation_spaces: Mapping[AgentID, gym.Space],
+                    action_spaces: Mapping[AgentID, gym.Space]) -> None:
+        self.single_observation_spaces = {a: observation_spaces[a] for a in possible_agents}
+        self.single_action_spaces = {a: action_spaces[a] for a in possible_agents}
+        # Agent ids are any hashable; gymnasium's annotation says str.
+        self.single_observation_space = gym.spaces.Dict(cast(Any, self.single_observation_spaces))
+        self.single_action_space = gym.spaces.Dict(cast(Any, self.single_action_spaces))
+
+    @property
+    def actors(self) -> list[list[AgentID]]:
+        """Each copy's agents that act in the next ``step`` (``[]`` for a copy that is reset
+        in it, or that stays ended); the keys its action dict must have."""
+        book = getattr(self, "_book", None)
+        return [list(a) for a in book.actors] if book is not None else []
+
+    @property
+    def unwrapped(self) -> "VectorMultiAgentEnv":
+        """The vector env itself (RLlib reads ``env.unwrapped``)."""
+        return self
+
+    def reset(self, *, seed: Any = None,
+              options: Optional[dict[str, Any]] = None) -> tuple[list[Any], list[Any]]:
+        """Reset the copies; see the subclasses."""
+        raise NotImplementedError
+
+    def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
+        """Step the copies; see the subclasses."""
+        raise NotImplementedError
+
+    def render(self) -> Any:
+        """Return each copy's ``render()``, as a tuple."""
+        return self.call("render")
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call method ``name`` of every copy (or read the attribute); return the results."""
+        raise NotImplementedError
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Return attribute ``name`` of every copy, as a tuple."""
+        return self.call(name)
+
+    def close(self, **kwargs: Any) -> None:
+        """Close every copy and release what the vector env holds; a second call does nothing."""
+        if self.closed:
+            return
+        self.close_extras(**kwargs)
+        self.closed = True
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Release the copies (subclasses)."""
+
+    def __enter__(self) -> "VectorMultiAgentEnv":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "closed", True):
+            self.close()
+
+    def name(self) -> str:
+        """Return how the vector env is named in messages: ``Class(env_id, num_envs=N)``."""
+        inner = f"{self.env_id}, " if self.env_id else ""
+        return f"{type(self).__name__}({inner}num_envs={self.num_envs})"
+
+    def __repr__(self) -> str:
+        return self.name()
+
+
+def adopt_ray_base(module: Optional[ModuleType] = None) -> bool:
+    """Make :class:`VectorMultiAgentEnv` a subclass of Ray's, if Ray's module is loaded.
+
+    Args:
+        module: Ray's module, when known; else looked up in ``sys.modules``.
+
+    Returns:
+        Whether the class is now a subclass of Ray's.
+
+    Example:
+        >>> adopt_ray_base() == (RAY_MODULE in sys.modules)
+        True
+    """
+    module = module if module is not None else sys.modules.get(RAY_MODULE)
+    ray_base = getattr(module, "VectorMultiAgentEnv", None)
+    if not isinstance(ray_base, type):
+        return False
+    if VectorMultiAgentEnv.__bases__ == (_WithoutRay,):
+        VectorMultiAgentEnv.__bases__ = (ray_base,)
+    return issubclass(VectorMultiAgentEnv, ray_base)
+
+
+class _AdoptAfterLoading(importlib.abc.Loader):
+    """Runs Ray's module with its own loader, then calls :func:`adopt_ray_base`."""
+
+    def __init__(self, loader: importlib.abc.Loader) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Optional[ModuleType]:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        adopt_ray_base(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ... of the real loader
+        return getattr(self.loader, name)
+
+
+class _RayImportHook(importlib.abc.MetaPathFinder):
+    """Finds Ray's module as the path finder does, with a loader that adopts its class."""
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]],
+                  target: Optional[ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:
+        if fullname != RAY_MODULE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _AdoptAfterLoading(spec.loader)
+        return spec
+
+
+def _install_hook() -> None:
+    if adopt_ray_base():
+        return
+    try:
+        ray_installed = importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):
+        ray_installed = False
+    if ray_installed and not any(isinstance(f, _RayImportHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RayImportHook())
+
+
+_install_hook()

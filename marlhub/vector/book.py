@@ -1,0 +1,237 @@
+"""Where each copy of a vector env stands, kept by the parent: who acts, which copy ended.
+
+The sync and the async vector envs keep one :class:`CopyBook`. After every
+``reset`` and ``step`` it records each copy's actors (the agents of its obs
+dict that are not done, :func:`~marlhub.episode.status.actors_of`) and
+whether its episode ended; before every ``step`` it checks the whole action
+list (:meth:`CopyBook.check_actions`), so that a bad action in one copy
+raises :class:`~marlhub.errors.ActionError` naming the copy and the agent
+before any copy is stepped.
+
+Example:
+    >>> import gymnasium as gym
+    >>> spaces = {"a": gym.spaces.Discrete(2)}
+    >>> book = CopyBook("Vec", 2, "next_step", [["a"], ["a"]], [spaces.__getitem__] * 2)
+    >>> book.record_reset([{"a": 0}, {"a": 0}], [{}, {}])
+    >>> book.check_actions([{"a": 1}, {"a": 5}])
+    Traceback (most recent call last):
+    ...
+    marlhub.errors.ActionError: Bad action for 'a' in copy 1: got 5, expected an action in Discrete(2) (5 (int) is not an integer in [0, 1]). Send exactly one action for each agent in the last observation dict, inside its action space and mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence, Sized
+from typing import Any, Optional
+
+import gymnasium as gym
+import numpy as np
+
+from marlhub.core import ALL, AgentID
+from marlhub.episode.actions import ActionChecker, DiscreteCheck, action_masks
+from marlhub.episode.status import (
+    NOT_RESET,
+    done_agents,
+    episode_over,
+    flag,
+    require_running,
+)
+from marlhub.errors import ActionError
+from marlhub.spaces import find_action_mask, raw_action_mask
+from marlhub.vector.base import DISABLED, NEXT_STEP, SAME_STEP
+
+__all__ = ["CopyBook"]
+
+
+class CopyBook:
+    """The parent's record of every copy: last obs and infos, actors, ended or not.
+
+    Args:
+        env_name: the vector env's name, for messages.
+        num_envs: how many copies.
+        autoreset_mode: one of the :data:`~marlhub.vector.base.AUTORESET_MODES`.
+        possible_agents: each copy's ``possible_agents``.
+        action_space_of: each copy's ``agent -> action space``.
+
+    Attributes:
+        obs, infos: each copy's last returned obs and infos dicts.
+        actors: each copy's agents that act next.
+        ended: whether each copy's episode ended in the last call (under ``next_step``
+            it is reset in the next; under ``disabled`` it waits for a ``reset_mask``).
+        final_flags: each ended copy's ``(terminated __all__, truncated __all__)``.
+        uniform: the check of the one Discrete action space of every agent of every copy,
+            when they share one (the action lists are then checked in one pass).
+        masks_binding: for each copy, whether its action masks are checked here; a copy
+            whose masks are advice (it takes masked-out actions itself) decides alone.
+    """
+
+    def __init__(self, env_name: str, num_envs: int, autoreset_mode: str,
+                 possible_agents: Sequence[Sequence[AgentID]],
+                 action_space_of: Sequence[Callable[[AgentID], gym.Space]],
+                 masks_binding: Optional[Sequence[bool]] = None) -> None:
+        self.env_name = env_name
+        self.num_envs = num_envs
+        self.mode = autoreset_mode
+        self.possible_agents = [list(p) for p in possible_agents]
+        self.checkers = [ActionChecker(space_of) for space_of in action_space_of]
+        self.uniform = _one_discrete_space(self.possible_agents, action_space_of)
+        self.masks_binding = [True] * num_envs if masks_binding is None else list(masks_binding)
+        self.obs: list[Mapping[Any, Any]] = [{} for _ in range(num_envs)]
+        self.infos: list[Mapping[Any, Any]] = [{} for _ in range(num_envs)]
+        self.actors: list[list[AgentID]] = [[] for _ in range(num_envs)]
+        self.ended = [False] * num_envs
+        self.final_flags: list[tuple[bool, bool]] = [(False, False)] * num_envs
+        self.started = False
+        self.broken: Optional[str] = None
+
+    # -- recording ----------------------------------------------------------------
+
+    def record_reset(self, obs: Sequence[Mapping[Any, Any]], infos: Sequence[Mapping[Any, Any]],
+                     mask: Any = None) -> None:
+        """Record a reset of every copy (or of the copies ``mask`` selects)."""
+        for i in range(self.num_envs):
+            if mask is None or mask[i]:
+                self.obs[i] = obs[i]
+                self.infos[i] = infos[i] if isinstance(infos[i], Mapping) else {}
+                self.actors[i] = list(obs[i])
+                self.ended[i] = False
+        self.started = True
+        self.broken = None
+
+    def record_step(self, results: Sequence[tuple[Any, ...]],
+                    overs: Optional[Sequence[bool]] = None) -> None:
+        """Record the 5-tuple each copy returned from ``step``.
+
+        Args:
+            results: each copy's 5-tuple.
+            overs: for each copy, whether its done dicts end the episode, when the
+                caller has found it already (:attr:`EnvCopy.over`); else found here.
+        """
+        same_step = self.mode == SAME_STEP
+        ended = self.ended
+        for i, (obs, _, terminateds, truncateds, infos) in enumerate(results):
+            self.obs[i] = obs
+            self.infos[i] = infos if type(infos) is dict or isinstance(infos, Mapping) else {}
+            if ended[i]:  # reset now (next_step) or still ended (disabled)
+                ended[i] = self.mode == DISABLED
+                self.actors[i] = [] if ended[i] else list(obs)
+            elif overs[i] if overs is not None else episode_over(terminateds, truncateds):
+                ended[i] = not same_step  # same_step: obs is already the reset obs
+                self.actors[i] = list(obs) if same_step else []
+                self.final_flags[i] = (flag(terminateds, ALL), flag(truncateds, ALL))
+            elif len(terminateds) == 1 and len(truncateds) == 1:
+                self.actors[i] = list(obs)  # the done dicts hold only __all__: nobody is done
+            else:
+                done = done_agents(terminateds, truncateds)
+                self.actors[i] = [a for a in obs if a not in done] if done else list(obs)
+
+    def kept_by_masked_reset(self, i: int) -> tuple[dict[Any, Any], dict[Any, Any]]:
+        """Return what a copy that a ``reset_mask`` leaves alone returns: its actors' obs and infos."""
+        actors = self.actors[i]
+        obs, infos = self.obs[i], self.infos[i]
+        return ({a: obs[a] for a in actors if a in obs},
+                {a: infos[a] for a in actors if a in infos})
+
+    # -- checking -----------------------------------------------------------------
+
+    def check_running(self) -> None:
+        """Raise :class:`~marlhub.errors.ResetNeededError` before the first reset or when broken."""
+        require_running(self.env_name, NOT_RESET if not self.started else self.broken)
+
+    def check_actions(self, actions: Any) -> None:
+        """Check the whole action list before any copy is stepped.
+
+        Raises:
+            ResetNeededError: before the first ``reset``, or after a copy raised.
+            ActionError: the list's length is wrong, or an action dict of one copy is
+                bad (naming the copy and the agent); no copy was stepped.
+        """
+        if not self.started or self.broken is not None:
+            self.check_running()
+        if type(actions) is not list or len(actions) != self.num_envs:
+            self._check_list(actions)
+        uniform = self.uniform
+        ended, all_actors, all_obs, all_infos = self.ended, self.actors, self.obs, self.infos
+        values: list[Any] = []
+        for i, action_dict in enumerate(actions):
+            if ended[i]:
+                self._check_ended(i, action_dict)
+                continue
+            # The common case: a dict in the actors' order, every agent of every copy in one
+            # Discrete space; actions without a mask are checked for all copies at once below.
+            if uniform is None or type(action_dict) is not dict \
+                    or list(action_dict) != all_actors[i]:
+                self._check_copy(i, action_dict)
+                continue
+            obs, infos = all_obs[i], all_infos[i]
+            binding = self.masks_binding[i]
+            for agent, action in action_dict.items():
+                observation = obs.get(agent)
+                # An array holds no mask; with no info either, there is none to look for.
+                if binding and not (type(observation) is np.ndarray and not infos):
+                    mask = raw_action_mask(observation, infos.get(agent))
+                    if mask is not None:
+                        if not uniform.check(action, mask):
+                            self._check_copy(i, action_dict)  # raises, saying why
+                        continue
+                values.append(action)
+        if values and uniform is not None and not uniform.check_all(values):
+            for i, action_dict in enumerate(actions):  # find the copy and agent
+                if not self.ended[i]:
+                    self._check_copy(i, action_dict)
+
+    def _check_list(self, actions: Any) -> None:
+        if isinstance(actions, (str, bytes, Mapping)) or not isinstance(actions, Sequence) \
+                or len(actions) != self.num_envs:
+            size = f"{len(actions)} items" if isinstance(actions, Sized) else type(actions).__name__
+            raise ActionError(
+                None, _short(actions),
+                expected=f"a list of {self.num_envs} action dicts, one per copy (got {size})",
+                fix=f"Pass one dict per copy of {self.env_name}, in copy order; a copy with "
+                "nobody to act takes {}.")
+
+    def _check_copy(self, i: int, action_dict: Any) -> None:
+        actors, obs, infos = self.actors[i], self.obs[i], self.infos[i]
+        masks = action_masks(actors, obs, infos) if self.masks_binding[i] else None
+        if masks is not None:  # as arrays (Gymnasium's tuple masks of MultiDiscrete made flat)
+            masks = {a: find_action_mask(obs.get(a), infos.get(a)) for a in actors}
+        try:
+            self.checkers[i].check_dict(
+                f"copy {i} of {self.env_name}", action_dict, actors=actors,
+                possible_agents=self.possible_agents[i], masks=masks)
+        except ActionError as exc:
+            raise ActionError(exc.agent_id, exc.actual, expected=exc.expected, fix=exc.fix,
+                              copy_index=i) from None
+
+    def _check_ended(self, i: int, action_dict: Any) -> None:
+        if self.mode == NEXT_STEP or action_dict is None:
+            return  # reset in this call: the action dict is ignored
+        if isinstance(action_dict, Mapping) and not action_dict:
+            return
+        raise ActionError(
+            None, action_dict, copy_index=i,
+            expected="{} (its episode ended and autoreset_mode is 'disabled')",
+            fix=f"Send {{}} for copy {i} until you reset it with "
+            "reset(options={'reset_mask': mask}), mask[i] True for the copies to restart.")
+
+
+def _one_discrete_space(possible_agents: Sequence[Sequence[AgentID]],
+                        action_space_of: Sequence[Callable[[AgentID], gym.Space]]
+                        ) -> Optional[DiscreteCheck]:
+    """The check of the one Discrete space every agent of every copy acts in, or None."""
+    found = set()
+    for agents, space_of in zip(possible_agents, action_space_of):
+        for agent in agents:
+            space = space_of(agent)
+            if type(space) is not gym.spaces.Discrete:
+                return None
+            found.add((int(space.start), int(space.n)))
+    if len(found) != 1:
+        return None
+    start, n = found.pop()
+    return DiscreteCheck(start, n)
+
+
+def _short(value: Any, limit: int = 120) -> Any:
+    text = repr(value)
+    return value if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,174 @@
+"""One copy of a vector env: its env and what happens when its episode ends (the autoreset mode).
+
+:class:`EnvCopy` is the one place that says what a copy returns, used in this
+process by the sync vector env and inside each worker by the async one:
+
+* ``next_step``: the call after the episode ended resets the copy with
+  ``reset()`` (no seed: the copy's generator goes on) and returns the reset
+  obs and infos, ``{}`` rewards and ``{"__all__": False}`` done dicts; the
+  action dict of that call is ignored (RLlib's ``SyncVectorMultiAgentEnv``).
+* ``same_step``: the step that ends the episode also resets the copy; it
+  returns that step's rewards and done dicts (``__all__`` True) with the
+  reset's obs, and infos of the reset plus, under ``"__common__"``,
+  ``"final_obs"`` and ``"final_info"``: the obs and infos the step returned
+  (Gymnasium's names).
+* ``disabled``: an ended copy stays ended: ``{}`` obs, rewards and infos and
+  its final ``__all__`` flags, until the vector env's ``reset`` resets it.
+
+Example:
+    >>> from marlhub.envs import RockPaperScissors
+    >>> copy = EnvCopy(RockPaperScissors({"num_moves": 1}), "next_step")
+    >>> obs, infos = copy.reset(seed=0)
+    >>> copy.step({"player1": 0, "player2": 1})[2]
+    {'__all__': True}
+    >>> obs, rewards, terminateds, truncateds, infos = copy.step({})  # reset in this call
+    >>> sorted(obs), rewards, terminateds
+    (['player1', 'player2'], {}, {'__all__': False})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Optional
+
+from marlhub.core import ALL, COMMON, AgentID, missing_protocol_members
+from marlhub.episode.status import episode_over, flag
+from marlhub.errors import ProtocolError, VectorEnvError
+from marlhub.spaces import masks_are_binding
+from marlhub.vector.base import NEXT_STEP, SAME_STEP
+
+__all__ = [
+    "FINAL_INFO",
+    "FINAL_OBS",
+    "EnvCopy",
+    "build_copy",
+    "check_env_fns",
+    "describe_env",
+    "same_step_infos",
+]
+
+#: Key under ``infos["__common__"]`` of the obs dict that ended the episode (same_step).
+FINAL_OBS = "final_obs"
+#: Key under ``infos["__common__"]`` of the infos dict that ended the episode (same_step).
+FINAL_INFO = "final_info"
+
+
+def same_step_infos(final_obs: Any, final_infos: Any, reset_infos: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Return the infos of a same_step reset: the reset's, plus the final obs and infos.
+
+    Example:
+        >>> same_step_infos({"a": 1}, {"a": {"x": 2}}, {"a": {}})
+        {'a': {}, '__common__': {'final_obs': {'a': 1}, 'final_info': {'a': {'x': 2}}}}
+    """
+    infos = dict(reset_infos)
+    common = dict(infos.get(COMMON) or {})
+    common[FINAL_OBS] = final_obs
+    common[FINAL_INFO] = final_infos
+    infos[COMMON] = common
+    return infos
+
+
+class EnvCopy:
+    """One copy: a hub env and its autoreset state.
+
+    Args:
+        env: the hub env (or anything that quacks like one).
+        autoreset_mode: one of :data:`~marlhub.vector.base.AUTORESET_MODES`.
+
+    Attributes:
+        ended: the episode ended and the copy was not reset yet.
+        over: whether the done dicts of the last :meth:`step` ended the episode (False
+            when that call reset the copy or found it ended).
+    """
+
+    __slots__ = ("env", "mode", "ended", "over", "final_flags")
+
+    def __init__(self, env: Any, autoreset_mode: str) -> None:
+        self.env = env
+        self.mode = autoreset_mode
+        self.ended = False
+        self.over = False
+        self.final_flags = (False, False)
+
+    def reset(self, seed: Optional[int] = None,
+              options: Optional[dict[str, Any]] = None) -> tuple[Any, Any]:
+        """Reset the env; return ``(obs, infos)`` as it does."""
+        obs, infos = self.env.reset(seed=seed, options=options)
+        self.ended = False
+        return obs, infos
+
+    def step(self, action_dict: Any) -> tuple[Any, Any, Any, Any, Any]:
+        """Step the env, or reset it or stay ended as the autoreset mode says; return the 5-tuple."""
+        if self.ended:
+            self.over = False
+            if self.mode == NEXT_STEP:
+                obs, infos = self.env.reset()
+                self.ended = False
+                return obs, {}, {ALL: False}, {ALL: False}, infos
+            terminated, truncated = self.final_flags
+            return {}, {}, {ALL: terminated}, {ALL: truncated}, {}
+        obs, rewards, terminateds, truncateds, infos = self.env.step(action_dict)
+        all_t, all_u = terminateds.get(ALL), truncateds.get(ALL)
+        if type(all_t) is bool and type(all_u) is bool:  # the common case, decided here
+            over = all_t or all_u
+        else:
+            over = episode_over(terminateds, truncateds)
+        self.over = over
+        if over:
+            if self.mode == SAME_STEP:
+                reset_obs, reset_infos = self.env.reset()
+                return reset_obs, rewards, terminateds, truncateds, same_step_infos(
+                    obs, infos, reset_infos)
+            self.ended = True
+            self.final_flags = (flag(terminateds, ALL), flag(truncateds, ALL))
+        return obs, rewards, terminateds, truncateds, infos
+
+    def __repr__(self) -> str:
+        state = "ended" if self.ended else "running"
+        return f"EnvCopy({self.env!r}, {self.mode}, {state})"
+
+
+def describe_env(env: Any) -> dict[str, Any]:
+    """Return what the parent needs of a copy: agents, spaces, metadata, render mode, and
+    whether its action masks are rules (:func:`~marlhub.spaces.masks_are_binding`).
+
+    Example:
+        >>> from marlhub.envs import RockPaperScissors
+        >>> sorted(describe_env(RockPaperScissors()))  # doctest: +NORMALIZE_WHITESPACE
+        ['action_spaces', 'masks_binding', 'metadata', 'observation_spaces', 'possible_agents',
+         'render_mode']
+    """
+    agents: list[AgentID] = list(env.possible_agents)
+    obs_of = getattr(env, "get_observation_space", None)
+    act_of = getattr(env, "get_action_space", None)
+    return {
+        "possible_agents": agents,
+        "observation_spaces": {a: obs_of(a) if callable(obs_of) else env.observation_spaces[a]
+                               for a in agents},
+        "action_spaces": {a: act_of(a) if callable(act_of) else env.action_spaces[a]
+                          for a in agents},
+        "metadata": dict(getattr(env, "metadata", None) or {}),
+        "render_mode": getattr(env, "render_mode", None),
+        "masks_binding": masks_are_binding(env),
+    }
+
+
+def check_env_fns(env_fns: Any, cls_name: str) -> list[Callable[[], Any]]:
+    """Return ``env_fns`` as a list of callables, or raise :class:`VectorEnvError`."""
+    fns = list(env_fns) if not callable(env_fns) else None
+    if not fns or not all(callable(fn) for fn in fns):
+        raise VectorEnvError(
+            cls_name, f"env_fns must be a non-empty list of functions that make an env, got "
+            f"{env_fns!r:.100}",
+            "Pass e.g. [lambda: marlhub.make('tic_tac_toe')] * 4, or use marlhub.make_vec(id, 4).")
+    return fns
+
+
+def build_copy(env_fn: Callable[[], Any], index: int) -> Any:
+    """Call ``env_fn`` and check that it made a hub env; raise ProtocolError naming the copy."""
+    env = env_fn()
+    missing = missing_protocol_members(env)
+    if missing:
+        raise ProtocolError(env, missing, expected=f"env_fns[{index}] to return a MultiAgentEnv",
+                            fix="Make it return a hub env, e.g. marlhub.convert(env, to='marlhub').")
+    return env

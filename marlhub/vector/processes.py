@@ -1,0 +1,221 @@
+"""The worker processes of an async vector env: start them, talk to them, notice deaths, reap them.
+
+:class:`WorkerPool` starts ``num_workers`` processes running
+:func:`~marlhub.vector.worker.worker_main`, each with a contiguous range of
+copies. :meth:`WorkerPool.receive` waits on every pipe *and* every process's
+sentinel, so a worker that dies (a segfault, ``kill -9``, the out-of-memory
+killer) is noticed at once and raised as :class:`~marlhub.errors.WorkerError`
+naming its copies, never waited on forever. :meth:`WorkerPool.close` and a
+``weakref.finalize`` (garbage collection, interpreter exit) reap every process:
+ask politely, then terminate, then kill.
+
+Example:
+    >>> split_copies(5, 2)
+    [range(0, 3), range(3, 5)]
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection, wait
+from typing import Any, Optional
+
+import cloudpickle  # type: ignore[import-untyped]
+
+from marlhub.errors import WorkerError
+from marlhub.vector.shared import ObsLayout
+from marlhub.vector.worker import Reply, worker_main
+
+__all__ = ["CLOSE_SECONDS", "WorkerPool", "default_num_workers", "describe_exit", "split_copies"]
+
+#: How long close() waits for a worker to leave on its own before terminating it.
+CLOSE_SECONDS = 5.0
+
+
+def default_num_workers() -> int:
+    """Return how many cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def split_copies(num_envs: int, num_workers: int) -> list[range]:
+    """Split copies ``0 .. num_envs - 1`` into ``num_workers`` contiguous ranges, larger first."""
+    size, extra = divmod(num_envs, num_workers)
+    ranges, start = [], 0
+    for w in range(num_workers):
+        stop = start + size + (1 if w < extra else 0)
+        ranges.append(range(start, stop))
+        start = stop
+    return ranges
+
+
+def describe_exit(exitcode: Optional[int]) -> str:
+    """Say how a process ended: ``"was killed by signal 9 (SIGKILL)"`` or ``"exited with code 1"``.
+
+    Example:
+        >>> describe_exit(-9), describe_exit(3)
+        ('was killed by signal 9 (SIGKILL)', 'exited with code 3')
+    """
+    if exitcode is None:
+        return "stopped answering"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = "unknown"
+        return f"was killed by signal {-exitcode} ({name})"
+    return f"exited with code {exitcode}"
+
+
+class WorkerPool:
+    """Worker processes, each holding a contiguous range of copies.
+
+    Args:
+        env_fns: one function per copy, sent to the workers cloudpickled.
+        num_workers: how many processes.
+        context: a ``multiprocessing`` context.
+        buffer: the shared block of observations, or None.
+        layout: its layout, or None.
+        autoreset_mode: the vector env's autoreset mode.
+        daemon: whether the processes are daemonic (they cannot start processes of
+            their own then).
+
+    Attributes:
+        ranges: the copies of each worker.
+    """
+
+    def __init__(self, env_fns: Sequence[Callable[[], Any]], num_workers: int, context: Any,
+                 buffer: Any, layout: Optional[ObsLayout], autoreset_mode: str,
+                 daemon: bool = True) -> None:
+        self.ranges = split_copies(len(env_fns), num_workers)
+        self.processes: list[Any] = []
+        self.conns: list[Connection] = []
+        self._finalizer = weakref.finalize(self, reap, self.processes, self.conns, 1.0)
+        for w, copies in enumerate(self.ranges):
+            parent_end, child_end = context.Pipe()
+            blob = cloudpickle.dumps([env_fns[i] for i in copies])
+            process = context.Process(
+                target=worker_main, name=f"marlhub-vector-worker-{w}", daemon=daemon,
+                args=(w, copies.start, blob, child_end, buffer, layout, autoreset_mode,
+                      os.getpid()))
+            self.processes.append(process)
+            self.conns.append(parent_end)
+            process.start()
+            child_end.close()
+
+    def worker_of(self, copy_index: int) -> int:
+        """Return the worker that holds ``copy_index``."""
+        return next(w for w, r in enumerate(self.ranges) if copy_index in r)
+
+    def send(self, messages: Sequence[tuple[str, Any]]) -> None:
+        """Send one request to each worker (``messages[w]`` to worker ``w``)."""
+        for w, message in enumerate(messages):
+            try:
+                self.conns[w].send(message)
+            except (BrokenPipeError, EOFError, OSError):
+                # The worker is gone; receive() says how.
+                pass
+
+    def receive(self, call: str, timeout: Optional[float] = None) -> list[Reply]:
+        """Wait for one reply from every worker; return them in worker order.
+
+        Raises:
+            WorkerError: a worker died, or did not answer within ``timeout`` seconds.
+        """
+        replies: dict[int, Reply] = {}
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pending = set(range(len(self.conns)))
+        while pending:
+            waits = [self.conns[w] for w in pending] + [self.processes[w].sentinel for w in pending]
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready = wait(waits, timeout=left)
+            if not ready:
+                w = min(pending)
+                raise self.error(w, call, f"did not answer within {timeout:g} s",
+                                 "The vector env cannot go on: close() it (which ends the workers) "
+                                 "and make a new one, or give the call more time.")
+            for w in sorted(pending):
+                conn, process = self.conns[w], self.processes[w]
+                if conn not in ready and process.sentinel not in ready:
+                    continue
+                try:
+                    if conn in ready or conn.poll():
+                        replies[w] = conn.recv()
+                        pending.discard(w)
+                        continue
+                except (EOFError, OSError):
+                    pass
+                raise self.died(w, call)
+        return [replies[w] for w in range(len(self.conns))]
+
+    def died(self, w: int, call: str) -> WorkerError:
+        """Return the error for worker ``w`` having died during ``call``."""
+        process = self.processes[w]
+        process.join(timeout=1.0)
+        return self.error(
+            w, call, f"is gone: its worker process {describe_exit(process.exitcode)}",
+            "Its env may have crashed the interpreter (a segfault in native code), or the system "
+            "killed it (out of memory, kill). The vector env cannot go on: close() it and make a "
+            "new one.", exitcode=process.exitcode)
+
+    def error(self, w: int, call: str, reason: str, fix: str, **fields: Any) -> WorkerError:
+        """Return a :class:`WorkerError` about worker ``w`` (naming its first copy)."""
+        copies = self.ranges[w]
+        return WorkerError(copy_index=copies.start, worker_index=w, copies=list(copies),
+                           call=call, reason=reason, fix=fix, **fields)
+
+    def raised(self, payload: tuple[Any, ...], call: str) -> WorkerError:
+        """Return the error for a copy that raised in its worker (``payload`` from the worker)."""
+        copy_index, type_name, message, trace, pickled = payload
+        cause = None
+        if pickled is not None:
+            try:
+                cause = pickle.loads(pickled)
+            except Exception:  # not every exception comes back
+                cause = None
+        error = WorkerError(
+            copy_index=copy_index, worker_index=self.worker_of(copy_index),
+            copies=list(self.ranges[self.worker_of(copy_index)]), call=call,
+            reason=f"raised {type_name}: {message}", exception_type=type_name,
+            worker_traceback=trace)
+        error.__cause__ = cause
+        return error
+
+    def alive(self) -> list[int]:
+        """Return the workers whose process is still running."""
+        return [w for w, p in enumerate(self.processes) if p.is_alive()]
+
+    def close(self, timeout: float = CLOSE_SECONDS, terminate: bool = False) -> None:
+        """End every worker (asking first, unless ``terminate``) and wait for each to be gone."""
+        self._finalizer.detach()
+        reap(self.processes, self.conns, 0.0 if terminate else timeout)
+
+
+def reap(processes: list[Any], conns: list[Connection], timeout: float) -> None:
+    """Ask each process to close, wait up to ``timeout`` s in all, then terminate, then kill."""
+    for conn in conns:
+        try:
+            if not conn.closed and timeout > 0:
+                conn.send(("close", None))
+        except Exception:  # already gone
+            pass
+    deadline = time.monotonic() + timeout
+    for process in processes:
+        if process.pid is None:
+            continue
+        process.join(timeout=max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.terminate()
+            process.join(timeout=1.0)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    for conn in conns:
+        conn.close()

@@ -1,0 +1,190 @@
+"""Observations through shared memory: a slot per copy and agent for every fixed-size space.
+
+An async vector env's workers write each agent's observation into one block
+of shared memory, when its space has a fixed shape and dtype (``Box``,
+``MultiBinary``, ``MultiDiscrete``, or a ``Dict`` of them, such as
+OpenSpiel's ``observation`` + ``action_mask``), and send only the agent ids
+through the pipe; the parent reads them back. Anything else (a ``Discrete``
+int, text, an observation whose array does not match its space exactly)
+travels pickled, so what the parent returns is always what the env returned.
+
+Example:
+    >>> import gymnasium as gym, numpy as np
+    >>> layout = ObsLayout({"a": gym.spaces.Box(0, 1, (2,), np.float32),
+    ...                     "b": gym.spaces.Discrete(3)}, num_copies=2)
+    >>> layout.agents, layout.nbytes
+    (['a'], 128)
+    >>> memory = SharedObs(layout, bytearray(layout.nbytes))
+    >>> sent = memory.write(1, {"b": 2, "a": np.ones(2, np.float32)})
+    >>> sent
+    (['b', 'a'], {'b': 2}, {})
+    >>> memory.read(1, sent)
+    {'b': 2, 'a': array([1., 1.], dtype=float32)}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Optional, Union, cast
+
+import gymnasium as gym
+import numpy as np
+
+from marlhub.core import AgentID
+
+__all__ = ["ALIGN", "ObsLayout", "SharedObs", "array_leaves"]
+
+#: Every slot starts at a multiple of this many bytes.
+ALIGN = 64
+
+#: One array of a slot: (key in a Dict observation or None, shape, dtype).
+Leaf = tuple[Optional[str], tuple[int, ...], np.dtype]
+
+#: What a worker sends for one copy's obs dict: the dict itself when nothing went
+#: through shared memory, else (the agents in order, the obs that did not, the key
+#: order of Dict observations whose keys come in another order than their space's).
+Sent = Union[dict[AgentID, Any],
+             tuple[list[AgentID], dict[AgentID, Any], dict[AgentID, tuple[str, ...]]]]
+
+_ARRAY_SPACES = (gym.spaces.Box, gym.spaces.MultiBinary, gym.spaces.MultiDiscrete)
+
+
+def array_leaves(space: gym.Space) -> Optional[list[Leaf]]:
+    """Return the fixed-size arrays an observation of ``space`` is made of, or None.
+
+    Example:
+        >>> array_leaves(gym.spaces.Box(0, 1, (3,), np.float32))
+        [(None, (3,), dtype('float32'))]
+        >>> array_leaves(gym.spaces.Discrete(3)) is None
+        True
+    """
+    if type(space) in _ARRAY_SPACES:
+        return [(None, tuple(space.shape or ()), np.dtype(space.dtype))]
+    if type(space) is gym.spaces.Dict and space.spaces:
+        leaves: list[Leaf] = []
+        for key, sub in space.spaces.items():
+            if type(sub) not in _ARRAY_SPACES or not isinstance(key, str):
+                return None
+            leaves.append((key, tuple(sub.shape or ()), np.dtype(sub.dtype)))
+        return leaves
+    return None
+
+
+class ObsLayout:
+    """Where each copy's and agent's observation lives in the shared block.
+
+    Args:
+        spaces: agent -> observation space (agents without fixed-size spaces are left out).
+        num_copies: how many copies share the block.
+
+    Attributes:
+        agents: the agents with a slot.
+        nbytes: the size of the whole block.
+    """
+
+    def __init__(self, spaces: Mapping[AgentID, gym.Space], num_copies: int) -> None:
+        self.leaves: dict[AgentID, list[Leaf]] = {}
+        for agent, space in spaces.items():
+            leaves = array_leaves(space)
+            if leaves is not None:
+                self.leaves[agent] = leaves
+        self.agents = list(self.leaves)
+        self.num_copies = num_copies
+        self.offsets: dict[tuple[int, AgentID, Optional[str]], int] = {}
+        offset = 0
+        for copy in range(num_copies):
+            for agent, leaves in self.leaves.items():
+                for key, shape, dtype in leaves:
+                    self.offsets[(copy, agent, key)] = offset
+                    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                    offset += -(-max(size, 1) // ALIGN) * ALIGN
+        self.nbytes = offset
+
+
+class SharedObs:
+    """Write (in a worker) and read (in the parent) observations in a shared block.
+
+    A ``Dict`` observation whose keys come in another order than its space's
+    (gymnasium sorts them) is read back in the env's order.
+
+    Args:
+        layout: the block's :class:`ObsLayout`.
+        buffer: the block (anything with the buffer protocol, e.g. a ``RawArray``).
+        copy: whether :meth:`read` returns copies (True) or views into the block,
+            valid until the next write.
+    """
+
+    def __init__(self, layout: ObsLayout, buffer: Any, copy: bool = True) -> None:
+        self.layout = layout
+        self.copy = copy
+        memory = np.frombuffer(buffer, dtype=np.uint8, count=layout.nbytes)
+        # One view per copy, agent and array, made once: an array, or key -> array.
+        self.views: list[dict[AgentID, Union[np.ndarray, dict[str, np.ndarray]]]] = []
+        for copy_index in range(layout.num_copies):
+            per_agent: dict[AgentID, Union[np.ndarray, dict[str, np.ndarray]]] = {}
+            for agent, leaves in layout.leaves.items():
+                arrays = {}
+                for key, shape, dtype in leaves:
+                    start = layout.offsets[(copy_index, agent, key)]
+                    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                    arrays[key] = memory[start:start + size].view(dtype).reshape(shape)
+                per_agent[agent] = arrays[None] if None in arrays else cast(Any, arrays)
+            self.views.append(per_agent)
+
+    def write(self, copy_index: int, obs: Mapping[AgentID, Any]) -> Sent:
+        """Write the observations that fit their slots; return what still has to be sent."""
+        views = self.views[copy_index]
+        inline: dict[AgentID, Any] = {}
+        orders: dict[AgentID, tuple[str, ...]] = {}
+        shared = False
+        for agent, value in obs.items():
+            slot = views.get(agent)
+            if type(slot) is np.ndarray:
+                if type(value) is np.ndarray and value.shape == slot.shape \
+                        and value.dtype == slot.dtype:
+                    slot[...] = value
+                    shared = True
+                    continue
+            elif slot is not None and _fits(cast(Mapping[str, np.ndarray], slot), value):
+                for key, array in value.items():
+                    slot[key][...] = array
+                if list(value) != list(slot):
+                    orders[agent] = tuple(value)
+                shared = True
+                continue
+            inline[agent] = value
+        if not shared:
+            return dict(obs)
+        return list(obs), inline, orders
+
+    def read(self, copy_index: int, sent: Sent) -> dict[AgentID, Any]:
+        """Return the obs dict a worker wrote for ``copy_index`` (``sent`` is what it sent)."""
+        if isinstance(sent, dict):
+            return sent
+        order, inline, orders = sent
+        views = self.views[copy_index]
+        copy = self.copy
+        obs: dict[AgentID, Any] = {}
+        for agent in order:
+            if agent in inline:
+                obs[agent] = inline[agent]
+                continue
+            slot = views[agent]
+            if isinstance(slot, np.ndarray):
+                obs[agent] = slot.copy() if copy else slot
+            else:
+                keys = orders.get(agent) or slot
+                obs[agent] = {key: slot[key].copy() if copy else slot[key] for key in keys}
+        return obs
+
+
+def _fits(slot: Mapping[str, np.ndarray], value: Any) -> bool:
+    """Whether ``value`` is a dict of exactly the slot's arrays: keys, type, shape and dtype."""
+    if type(value) is not dict or len(value) != len(slot):
+        return False
+    for key, array in value.items():
+        view = slot.get(key)
+        if view is None or type(array) is not np.ndarray or array.shape != view.shape \
+                or array.dtype != view.dtype:
+            return False
+    return True

@@ -1,0 +1,181 @@
+"""Many copies of a hub env, stepped one after another in this process.
+
+Example:
+    >>> from marlhub.envs import RockPaperScissors
+    >>> envs = SyncVectorMultiAgentEnv([RockPaperScissors] * 2)
+    >>> obs, infos = envs.reset(seed=0)
+    >>> len(obs), sorted(obs[1])
+    (2, ['player1', 'player2'])
+    >>> obs, rewards, terminateds, truncateds, infos = envs.step(
+    ...     [{"player1": 0, "player2": 1}, {"player1": 2, "player2": 2}])
+    >>> rewards
+    [{'player1': -1.0, 'player2': 1.0}, {'player1': 0.0, 'player2': 0.0}]
+    >>> envs.close()
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from copy import deepcopy
+from typing import Any, Optional
+
+from marlhub.episode.play import action_space_getter
+from marlhub.errors import VectorEnvError
+from marlhub.spaces import masks_are_binding
+from marlhub.vector.base import (
+    VectorMultiAgentEnv,
+    parse_autoreset_mode,
+    reset_mask_of,
+    seeds_for,
+    values_per_copy,
+)
+from marlhub.vector.book import CopyBook
+from marlhub.vector.copies import EnvCopy, build_copy, check_env_fns, describe_env
+
+__all__ = ["SyncVectorMultiAgentEnv"]
+
+
+class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
+    """``num_envs`` copies of a hub env in this process, stepped in order.
+
+    Call-compatible with RLlib's ``SyncVectorMultiAgentEnv``: ``reset`` and
+    ``step`` take and return lists of per-copy dicts; ``envs`` holds the copies.
+    Copy ``i`` is seeded ``seed + i``; stepping the vector env is identical, copy
+    by copy, to stepping the envs one by one. See
+    :mod:`marlhub.vector.copies` for the autoreset modes.
+
+    Args:
+        env_fns: functions that each make one copy (any hub env).
+        copy: deep-copy the observations returned (RLlib's option); the dicts are the
+            copies' own, so this is needed only for envs that reuse their arrays.
+        autoreset_mode: ``"next_step"`` (default), ``"same_step"`` or ``"disabled"``.
+        env_id: the registry id of the copies, for messages and ``repr``.
+        check_masks: refuse masked-out actions before any copy steps (the default).
+            False leaves masks to the copies, for envs that take masked-out actions
+            themselves (``to_rllib``'s ``illegal_action="terminate"``, say); envs whose
+            masks are advice (:data:`~marlhub.spaces.ADVISORY_MASKS`) always decide alone.
+
+    Raises:
+        VectorEnvError: ``env_fns`` is empty or holds something not callable.
+        ProtocolError: an env_fn made something that is no hub env.
+    """
+
+    def __init__(self, env_fns: Sequence[Callable[[], Any]], copy: bool = False,
+                 autoreset_mode: Any = "next_step", *, env_id: Optional[str] = None,
+                 check_masks: bool = True) -> None:
+        self.closed = True  # until built: a failed constructor leaves nothing to close
+        self.env_fns = check_env_fns(env_fns, type(self).__name__)
+        self.copy = copy
+        self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
+        self.env_id = env_id
+        self.num_envs = len(self.env_fns)
+        self.envs: list[Any] = []
+        try:
+            for i, fn in enumerate(self.env_fns):
+                self.envs.append(build_copy(fn, i))
+        except BaseException:
+            for env in self.envs:
+                env.close()
+            raise
+        self._copies = [EnvCopy(env, self.autoreset_mode) for env in self.envs]
+        first = describe_env(self.envs[0])
+        self.metadata = {**first["metadata"], "autoreset_mode": self.autoreset_mode}
+        self.render_mode = first["render_mode"]
+        self._set_spaces(first["possible_agents"], first["observation_spaces"],
+                         first["action_spaces"])
+        self._book = CopyBook(self.name(), self.num_envs, self.autoreset_mode,
+                              [env.possible_agents for env in self.envs],
+                              [action_space_getter(env) for env in self.envs],
+                              [check_masks and masks_are_binding(env) for env in self.envs])
+        self.closed = False
+
+    def reset(self, *, seed: Any = None,
+              options: Optional[dict[str, Any]] = None) -> tuple[list[Any], list[Any]]:
+        """Reset every copy (copy ``i`` seeded ``seed + i``); return ``(obs_list, infos_list)``.
+
+        Args:
+            seed: an int (copy ``i`` gets ``seed + i``), one seed per copy, or None.
+            options: passed to every copy's ``reset``, except ``"reset_mask"``: a bool
+                array, one per copy, that resets only the copies where it is True; the
+                others return their actors' last obs and infos and go on.
+        """
+        self._check_open()
+        seeds = seeds_for(self.name(), seed, self.num_envs)
+        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
+        obs: list[Any] = []
+        infos: list[Any] = []
+        for i, env_copy in enumerate(self._copies):
+            if mask is None or mask[i]:
+                ob, info = self._run(i, "reset", functools.partial(env_copy.reset, seeds[i], rest))
+            else:
+                ob, info = self._book.kept_by_masked_reset(i)
+            obs.append(ob)
+            infos.append(info)
+        self._book.record_reset(obs, infos, mask)
+        return (deepcopy(obs) if self.copy else obs), infos
+
+    def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
+        """Step every copy with its action dict; return the five per-copy lists.
+
+        Raises:
+            ActionError: the list's length, or one copy's action dict, is wrong (the
+                copy and agent are named); no copy was stepped.
+            ResetNeededError: before ``reset``, or after a copy raised in the last call.
+        """
+        if self.closed:
+            self._check_open()
+        self._book.check_actions(actions)
+        copies = self._copies
+        results = []
+        i = 0
+        try:
+            for i, env_copy in enumerate(copies):
+                results.append(env_copy.step(actions[i]))
+        except Exception as exc:
+            self._broke(i, "step", exc)
+            raise
+        self._book.record_step(results, [c.over for c in copies])
+        obs, rewards, terminateds, truncateds, infos = map(list, zip(*results))
+        return (deepcopy(obs) if self.copy else obs), rewards, terminateds, truncateds, infos
+
+    def _run(self, i: int, what: str, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except Exception as exc:
+            self._broke(i, what, exc)
+            raise
+
+    def _broke(self, i: int, what: str, exc: Exception) -> None:
+        self._book.broken = (f"copy {i} raised {type(exc).__name__} in the last {what}(), so the "
+                             "copies are out of step")
+        add_note = getattr(exc, "add_note", None)  # Python 3.11+
+        if add_note is not None:
+            add_note(f"Raised by copy {i} of {self.name()} in {what}(); reset() it to go on.")
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call method ``name`` of every copy with the arguments (or read the attribute)."""
+        self._check_open()
+        results = []
+        for env in self.envs:
+            attr = getattr(env, name)
+            results.append(attr(*args, **kwargs) if callable(attr) else attr)
+        return tuple(results)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set attribute ``name`` of every copy: one value each (a list or tuple), or the same."""
+        self._check_open()
+        values = values_per_copy(self.name(), values, self.num_envs)
+        for env, value in zip(self.envs, values):
+            setattr(env, name, value)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every copy."""
+        for env in getattr(self, "envs", []):
+            env.close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise VectorEnvError(self.name(), "it was closed",
+                                 "Make a new vector env; close() is final.")
+

@@ -1,0 +1,168 @@
+"""The worker process of an async vector env: it holds some copies and answers the parent.
+
+:func:`worker_main` runs in each worker. It builds its copies from their
+env_fns (cloudpickled by the parent), sends their descriptions
+(:func:`~marlhub.vector.copies.describe_env`), then answers one request at a
+time until told to close: ``("reset", [(seed, options) or None per copy])``,
+``("step", [action dict per copy])``, ``("call", (name, args, kwargs))``,
+``("setattr", (name, [value per copy]))``, ``("close", None)``. Each answer is
+``("ok", [one result per copy])`` (a step's result: the 5-tuple and
+:attr:`~marlhub.vector.copies.EnvCopy.over`) or, when a copy raised,
+``("error", (copy index, exception type name, message, traceback, pickled
+exception or None))``. Observations that fit the shared block are written
+there (:class:`~marlhub.vector.shared.SharedObs`); the rest is pickled.
+
+A worker ignores Ctrl-C (the parent handles it and closes the workers) and
+leaves when its parent is gone, so it never outlives it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import traceback
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from typing import Any, Optional
+
+import cloudpickle  # type: ignore[import-untyped]
+
+from marlhub.vector.copies import EnvCopy, build_copy, describe_env
+from marlhub.vector.shared import ObsLayout, SharedObs
+
+__all__ = ["PARENT_CHECK_SECONDS", "Reply", "worker_main"]
+
+#: How often an idle worker checks that its parent is still there.
+PARENT_CHECK_SECONDS = 1.0
+
+#: ``("ok", results)`` or ``("error", (copy, type name, message, traceback, pickled))``.
+Reply = tuple[str, Any]
+
+#: Calls that have their own request; ``call()`` refuses them.
+_OWN_REQUESTS = ("reset", "step", "close")
+
+
+def worker_main(worker_index: int, first_copy: int, env_fns: bytes, conn: Connection,
+                buffer: Any, layout: Optional[ObsLayout], autoreset_mode: str,
+                parent_pid: int) -> None:
+    """Build this worker's copies, then answer the parent until it says close (or is gone).
+
+    Args:
+        worker_index: which worker this is (for messages).
+        first_copy: the index of the worker's first copy in the vector env.
+        env_fns: the worker's env_fns, cloudpickled.
+        conn: the worker's end of the pipe to the parent.
+        buffer: the shared block of observations, or None.
+        layout: the block's layout, or None.
+        autoreset_mode: the vector env's autoreset mode.
+        parent_pid: the parent's process id (the worker leaves when it changes).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    copies: list[EnvCopy] = []
+    try:
+        fns: Sequence[Callable[[], Any]] = cloudpickle.loads(env_fns)
+        for k, fn in enumerate(fns):
+            copies.append(EnvCopy(build_copy(fn, first_copy + k), autoreset_mode))
+        shared = SharedObs(layout, buffer) if layout is not None and buffer is not None else None
+        conn.send(("ok", [describe_env(c.env) for c in copies]))
+    except BaseException as exc:  # the parent raises it, naming the copy
+        _send(conn, ("error", _error_of(first_copy + len(copies), exc)), first_copy)
+        _close_all(copies)
+        return
+    try:
+        _serve(conn, copies, first_copy, shared, parent_pid)
+    finally:
+        _close_all(copies)
+
+
+def _serve(conn: Connection, copies: list[EnvCopy], first_copy: int,
+           shared: Optional[SharedObs], parent_pid: int) -> None:
+    while True:
+        if not conn.poll(PARENT_CHECK_SECONDS):
+            if os.getppid() != parent_pid:
+                return  # the parent is gone
+            continue
+        try:
+            command, data = conn.recv()
+        except (EOFError, OSError):
+            return
+        if command == "close":
+            _close_all(copies)
+            _send(conn, ("ok", None), first_copy)
+            return
+        if not _send(conn, _answer(command, data, copies, first_copy, shared), first_copy):
+            return
+
+
+def _answer(command: str, data: Any, copies: list[EnvCopy], first_copy: int,
+            shared: Optional[SharedObs]) -> Reply:
+    results: list[Any] = []
+    k = 0
+    try:
+        if command == "step":
+            for k, env_copy in enumerate(copies):
+                obs, rewards, terminateds, truncateds, infos = env_copy.step(data[k])
+                sent = shared.write(first_copy + k, obs) if shared is not None else obs
+                results.append((sent, rewards, terminateds, truncateds, infos, env_copy.over))
+        elif command == "reset":
+            for k, env_copy in enumerate(copies):
+                if data[k] is None:  # left alone by a reset_mask
+                    results.append(None)
+                    continue
+                obs, infos = env_copy.reset(*data[k])
+                results.append((shared.write(first_copy + k, obs) if shared is not None else obs,
+                                infos))
+        elif command == "call":
+            name, args, kwargs = data
+            if name in _OWN_REQUESTS:
+                raise ValueError(f"call({name!r}) is refused: use the vector env's {name}() "
+                                 "itself")
+            for k, env_copy in enumerate(copies):
+                attr = getattr(env_copy.env, name)
+                results.append(attr(*args, **kwargs) if callable(attr) else attr)
+        elif command == "setattr":
+            name, values = data
+            for k, env_copy in enumerate(copies):
+                setattr(env_copy.env, name, values[k])
+                results.append(None)
+        else:
+            raise ValueError(f"unknown request {command!r}")
+    except Exception as exc:
+        return "error", _error_of(first_copy + k, exc)
+    return "ok", results
+
+
+def _error_of(copy_index: int, exc: BaseException) -> tuple[Any, ...]:
+    pickled: Optional[bytes] = None
+    try:
+        data = pickle.dumps(exc)
+        pickle.loads(data)  # exceptions with their own __init__ may not come back
+        pickled = data
+    except Exception:
+        pass
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return copy_index, type(exc).__name__, str(exc), trace, pickled
+
+
+def _send(conn: Connection, reply: Reply, first_copy: int) -> bool:
+    """Send ``reply``; a result that does not pickle becomes an error; False if the pipe is gone."""
+    try:
+        conn.send(reply)
+    except (BrokenPipeError, EOFError, OSError):
+        return False
+    except Exception as exc:  # e.g. a call() result that does not pickle
+        try:
+            conn.send(("error", _error_of(first_copy, exc)))
+        except Exception:
+            return False
+    return True
+
+
+def _close_all(copies: list[EnvCopy]) -> None:
+    while copies:
+        env_copy = copies.pop()
+        try:
+            env_copy.env.close()
+        except Exception:  # closing is best effort; the process ends anyway
+            pass
