@@ -20,7 +20,9 @@ working in code that never heard of marlhub::
     ├── TargetError              (ValueError)   a conformance target that cannot be loaded
     ├── ConversionError          (ValueError)   a conversion to an API marlhub does not know
     ├── VectorEnvError           (ValueError)   a vector env call it cannot take (bad seeds, closed)
-    └── WorkerError              (RuntimeError) an async vector env's worker raised or died
+    ├── WorkerError              (RuntimeError) an async vector env's worker raised or died
+    ├── RemoteEnvError           (ConnectionError) a remote env's server unreachable, gone or silent
+    └── RemoteRequestError       (ValueError)   a request a remote env's server refused
 
     MarlhubWarning (UserWarning)
 
@@ -55,6 +57,8 @@ __all__ = [
     "MissingDependencyError",
     "NotParallelizableError",
     "ProtocolError",
+    "RemoteEnvError",
+    "RemoteRequestError",
     "ResetNeededError",
     "TargetError",
     "UnknownEnvError",
@@ -368,6 +372,46 @@ class ConversionError(MarlhubError, ValueError):
             f"Cannot convert to {target!r}: the supported targets are "
             f"{_quote_list(self.supported)}; pass one of them as `to`.{hint}"
         )
+
+
+class RemoteEnvError(MarlhubError, ConnectionError):
+    """A remote env's server could not be reached, went away, or did not answer in time.
+
+    Attributes:
+        address: the server's ``HOST:PORT``.
+        call: the dm_env_rpc request under way (``"Step"``, ``"Reset"``, ``"connect"``...).
+        reason: what happened.
+    """
+
+    def __init__(self, address: str, call: str, reason: str, *, fix: str = "") -> None:
+        self.address = address
+        self.call = call
+        self.reason = reason
+        fix = fix or (
+            "Check that the server (`marlhub serve ID`) runs at that address and is reachable, "
+            "or give it longer: marlhub.make('remote/HOST:PORT', {'timeout': seconds})."
+        )
+        super().__init__(f"The remote env at {address} failed in {call}: {reason}. {fix}")
+
+
+class RemoteRequestError(MarlhubError, ValueError):
+    """A request that a remote env's server refused (dm_env_rpc answers with a gRPC status).
+
+    Attributes:
+        call: the dm_env_rpc request (``"CreateWorld"``, ``"JoinWorld"``, ``"Step"``...).
+        detail: the server's message.
+        code: the gRPC status code's name (``"INVALID_ARGUMENT"``...).
+        address: the server's ``HOST:PORT`` (None on the server's own side).
+    """
+
+    def __init__(self, call: str, detail: str, *, code: str = "FAILED_PRECONDITION",
+                 address: Any = None, fix: str = "") -> None:
+        self.call = call
+        self.detail = detail
+        self.code = code
+        self.address = address
+        where = f"The server at {address} refused {call}" if address else f"{call} was refused"
+        super().__init__(f"{where} ({code}): {detail}" + (f" {fix}" if fix else ""))
 
 
 class VectorEnvError(MarlhubError, ValueError):

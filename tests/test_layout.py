@@ -8,7 +8,7 @@ only from its own layer or below, function-local imports included:
 3. adapters, hub -> hub wrappers and the reference envs;
 4. vector envs;
 5. the registry;
-6. conformance, convert, rollout;
+6. conformance, convert, rollout, remote (serving a registry id);
 7. the CLI; and the package ``marlhub`` itself re-exports from every layer.
 """
 
@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "marlhub.conformance": 6,
     "marlhub.convert": 6,
     "marlhub.rollout": 6,
+    "marlhub.remote": 6,
     "marlhub.cli": 7,
     "marlhub": 8,
 }

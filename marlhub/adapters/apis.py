@@ -9,7 +9,7 @@ reading the table imports no backend. A new foreign API is one folder under
 
 Example:
     >>> [api.name for api in APIS]
-    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl', 'vmas']
+    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl', 'vmas', 'remote']
     >>> sorted(TARGETS)
     ['gymnasium', 'marlhub', 'openspiel', 'pettingzoo.aec', 'pettingzoo.parallel', 'rllib', 'torchrl']
     >>> from marlhub.envs import RockPaperScissors
@@ -185,6 +185,16 @@ APIS: tuple[Api, ...] = (
         families=("marlhub.adapters.vmas.family:VmasFamily",),
         extra="vmas",
         backend="vmas",
+    ),
+    Api(
+        name="remote",
+        describes="dm_env_rpc's DmEnvAdaptor (a dm_env_rpc server's env)",
+        detect="is_dm_env_adaptor",
+        into_hub="from_dm_env_rpc",
+        targets={},
+        families=("marlhub.adapters.remote.family:RemoteFamily",),
+        extra="remote",
+        backend="dm_env_rpc",
     ),
 )
 

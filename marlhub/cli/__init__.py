@@ -6,6 +6,7 @@ Subcommands::
     marlhub run ID [--episodes N] [--seed S] [--config JSON] [--max-steps M]
                                       random legal rollouts, per-agent returns
     marlhub check TARGET... [options] the conformance suite (marlhub.cli.check)
+    marlhub serve ID [options]        serve an env over dm_env_rpc (marlhub.cli.serve)
     marlhub --version
 
 Exit codes: 0 success, 1 failure (nothing matched, the env broke during a
@@ -31,12 +32,14 @@ from marlhub.cli.check import add_check_command
 from marlhub.cli.list import add_list_command
 from marlhub.cli.output import Progress, err, out, positive_int, seed_int
 from marlhub.cli.run import add_run_command
+from marlhub.cli.serve import add_serve_command
 from marlhub.version import __version__
 
 __all__ = [
     "Progress",
     "add_list_command",
     "add_run_command",
+    "add_serve_command",
     "build_parser",
     "err",
     "main",
@@ -57,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_list_command(subparsers)
     add_run_command(subparsers)
     add_check_command(subparsers)
+    add_serve_command(subparsers)
     return parser
 
 

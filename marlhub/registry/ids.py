@@ -12,8 +12,9 @@ in ``marlhub list PATTERN``) and without ``:`` (``marlhub check`` reads
 ``"/a"``, ``"a/"``). A name with slashes (``"mypkg/grid-v0"``) may be
 registered as long as no registered family claims its prefix, and a family
 cannot be registered over names already under its prefix. Only families' own
-``rest`` parts (such as OpenSpiel's ``kuhn_poker(players=3)``) go beyond these
-rules, and they never go through registration.
+``rest`` parts (such as OpenSpiel's ``kuhn_poker(players=3)``, or the
+``remote/`` family's ``HOST:PORT``, whose port tells it from ``module:attr``)
+go beyond these rules, and they never go through registration.
 
 Example:
     >>> split_id("openspiel/kuhn_poker(players=3)")

@@ -1,0 +1,259 @@
+"""Remote envs on loopback: what a round trip to ``marlhub serve`` adds to a local step.
+
+Two tables from one interleaved run:
+
+1. **Added time per call.** For each case (``openspiel/kuhn_poker``: small
+   observations; ``pettingzoo/butterfly/pistonball-v6``: a 457x120x3 image per
+   step; ``rock_paper_scissors``: two agents at once), the same recorded
+   episodes (seeded random legal actions, recorded once on a local env) are
+   replayed, reset and steps, on
+
+   * ``local``: ``marlhub.make(ID)`` in this process (the reference), and
+   * ``remote``: ``marlhub.make("remote/127.0.0.1:PORT")`` against ``marlhub
+     serve ID`` running in its own process on this machine.
+
+   Each round runs both, in a rotating order; times are wall-clock (the
+   server's work happens in another process), per call (a reset or a step:
+   one round trip each). The table shows the medians over rounds and the
+   median over rounds of the paired difference ``remote - local``: the added
+   microseconds per call, and for scale an empty round trip on the same
+   connection (a property read: gRPC's and the stream's own cost). Goal:
+   under 150 us added per call for small observations.
+
+2. **Throughput with several clients.** 1, 2 and 4 client processes replay
+   kuhn_poker episodes for ``--seconds`` against one server (``--processes 1``)
+   and against a server of as many processes as the machine has cores
+   (``--processes N``, the port shared), interleaved; the table shows the
+   calls per second of all clients together, and of a local env in one
+   process for scale.
+
+Run::
+
+    python benchmarks/remote_overhead.py [--rounds 7] [--calls 2000] [--seconds 3]
+        [--cases kuhn_poker,pistonball,rock_paper_scissors] [--clients 1,2,4] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import queue
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, REPO)
+
+import marlhub  # noqa: E402
+from marlhub.episode.play import RandomEpisode  # noqa: E402
+
+#: (case, registry id)
+CASES = [
+    ("kuhn_poker", "openspiel/kuhn_poker"),
+    ("pistonball", "pettingzoo/butterfly/pistonball-v6"),
+    ("rock_paper_scissors", "rock_paper_scissors"),
+]
+ADDED_GOAL_US = 150.0
+CLIENT_COUNTS = (1, 2, 4)
+
+
+class Server:
+    """``marlhub serve ID --port 0`` in its own process, stopped on exit."""
+
+    def __init__(self, env_id: str, processes: int = 1) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "marlhub", "serve", env_id, "--port", "0",
+             "--processes", str(processes), "--max-connections", "16"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+        lines: "queue.Queue[str]" = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(line) for line in self.process.stdout or []],
+                         daemon=True).start()
+        line = lines.get(timeout=120)
+        self.address = line.split(" at ", 1)[1].split(" ", 1)[0]
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+
+def record(env_id: str, calls: int, seed: int) -> list[tuple[int, list[dict]]]:
+    """Seeded random legal episodes of a local env, ``calls`` resets and steps in all."""
+    env = marlhub.make(env_id)
+    episodes: list[tuple[int, list[dict]]] = []
+    total, episode = 0, 0
+    while total < calls:
+        run = RandomEpisode(env, seed + episode, max_steps=max(1, calls - total - 1))
+        for _ in run:
+            pass
+        episodes.append((seed + episode, list(run.actions)))
+        total += 1 + len(run.actions)
+        episode += 1
+    env.close()
+    return episodes
+
+
+def replay(env: Any, episodes: list[tuple[int, list[dict]]]) -> tuple[float, int]:
+    """Seconds (wall clock) to replay ``episodes`` on ``env``, and the number of calls."""
+    calls = 0
+    start = time.perf_counter()
+    for seed, actions in episodes:
+        env.reset(seed=seed)
+        for action in actions:
+            env.step(action)
+        calls += 1 + len(actions)
+    return time.perf_counter() - start, calls
+
+
+def ping(env: Any, count: int = 300) -> float:
+    """Microseconds of an empty round trip on ``env``'s connection (a property read)."""
+    from marlhub.adapters.remote.adapter import read_property
+
+    start = time.perf_counter()
+    for _ in range(count):
+        read_property(env._link, "marlhub.version")
+    return (time.perf_counter() - start) / count * 1e6
+
+
+def measure_overhead(rounds: int, calls: int, seed: int,
+                     cases: Optional[list[str]] = None) -> dict[str, dict[str, list[float]]]:
+    """case -> {"local": [us/call], "remote": [...], "added": [...]} over interleaved rounds."""
+    results: dict[str, dict[str, list[float]]] = {}
+    for case, env_id in CASES:
+        if cases is not None and case not in cases:
+            continue
+        episodes = record(env_id, calls, seed)
+        with Server(env_id) as server:
+            local = marlhub.make(env_id)
+            remote = marlhub.make(f"remote/{server.address}")
+            replay(local, episodes[:3]), replay(remote, episodes[:3])  # warm up
+            for round_index in range(rounds):
+                timed = {}
+                order = [("local", local), ("remote", remote)]
+                for name, env in (order if round_index % 2 == 0 else order[::-1]):
+                    seconds, n = replay(env, episodes)
+                    timed[name] = seconds / n * 1e6
+                row = results.setdefault(case, {"local": [], "remote": [], "added": [],
+                                                "round trip": []})
+                row["round trip"].append(ping(remote))
+                row["local"].append(timed["local"])
+                row["remote"].append(timed["remote"])
+                row["added"].append(timed["remote"] - timed["local"])
+            remote.close()
+            local.close()
+    return results
+
+
+def _client(address: str, episodes: list[tuple[int, list[dict]]], seconds: float,
+            ready: Any, go: Any, done: Any) -> None:
+    env = marlhub.make(f"remote/{address}") if address else marlhub.make("openspiel/kuhn_poker")
+    replay(env, episodes[:2])  # connected and warm
+    ready.put(True)
+    go.wait(120)
+    calls, end = 0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for seed, actions in episodes:
+            env.reset(seed=seed)
+            for action in actions:
+                env.step(action)
+            calls += 1 + len(actions)
+    env.close()
+    done.put(calls)
+
+
+def throughput(address: str, clients: int, seconds: float,
+               episodes: list[tuple[int, list[dict]]]) -> float:
+    """Calls per second of ``clients`` processes together (``address`` "" for local envs)."""
+    context = multiprocessing.get_context("spawn")
+    ready, done, go = context.Queue(), context.Queue(), context.Event()
+    workers = [context.Process(target=_client, args=(address, episodes, seconds, ready, go, done))
+               for _ in range(clients)]
+    for worker in workers:
+        worker.start()
+    for _ in workers:
+        ready.get(timeout=120)
+    go.set()
+    total = sum(done.get(timeout=seconds + 120) for _ in workers)
+    for worker in workers:
+        worker.join(30)
+    return total / seconds
+
+
+def measure_throughput(rounds: int, seconds: float, seed: int,
+                       client_counts: tuple[int, ...] = CLIENT_COUNTS) -> dict[str, list[float]]:
+    """setup -> calls/s over rounds (kuhn_poker)."""
+    episodes = record("openspiel/kuhn_poker", 60, seed)
+    cores = os.cpu_count() or 1
+    results: dict[str, list[float]] = {}
+    with Server("openspiel/kuhn_poker") as one, Server("openspiel/kuhn_poker", cores) as many:
+        setups = {"local, 1 process": ("", 1)}
+        for n in client_counts:
+            setups[f"{n} clients, server of 1 process"] = (one.address, n)
+            setups[f"{n} clients, server of {cores} processes"] = (many.address, n)
+        for round_index in range(rounds):
+            names = list(setups)
+            k = round_index % len(names)
+            for name in names[k:] + names[:k]:
+                address, clients = setups[name]
+                results.setdefault(name, []).append(throughput(address, clients, seconds, episodes))
+    return results
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Run both measurements and print the tables; 1 when the goal is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=2000, help="calls per replay")
+    parser.add_argument("--seconds", type=float, default=3.0, help="seconds per throughput run")
+    parser.add_argument("--throughput-rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cases", default=",".join(c for c, _ in CASES),
+                        help="comma-separated cases of the first table")
+    parser.add_argument("--clients", default=",".join(map(str, CLIENT_COUNTS)),
+                        help="comma-separated client counts of the second table")
+    parser.add_argument("--json", help="also write the measurements to this file")
+    args = parser.parse_args(argv)
+    overhead = measure_overhead(args.rounds, args.calls, args.seed, args.cases.split(","))
+    print(f"Wall-clock microseconds per call (reset or step), median of {args.rounds} "
+          f"interleaved rounds of {args.calls} calls; loopback, server in its own process\n")
+    columns = ("local", "remote", "added", "round trip")
+    print(f"{'case':<22}" + "".join(f"{c:>12}" for c in columns))
+    for case, row in overhead.items():
+        print(f"{case:<22}" + "".join(f"{statistics.median(row[k]):>12.1f}" for k in columns))
+    print("(round trip: an empty request on the same connection, gRPC's own floor)")
+    small = overhead.get("kuhn_poker", next(iter(overhead.values())))
+    added = statistics.median(small["added"])
+    print(f"\nkuhn_poker: {added:.0f} us added per call (goal < {ADDED_GOAL_US:.0f})\n")
+    rates = measure_throughput(args.throughput_rounds, args.seconds, args.seed,
+                               tuple(int(n) for n in args.clients.split(",")))
+    print(f"kuhn_poker calls per second, all clients together, median of "
+          f"{args.throughput_rounds} interleaved rounds of {args.seconds:g}s "
+          f"({os.cpu_count()} cores)\n")
+    for name, values in rates.items():
+        print(f"{name:<36}{statistics.median(values):>12,.0f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                       "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                                   "python": platform.python_version()},
+                       "rounds": args.rounds, "calls": args.calls,
+                       "us_per_call": overhead, "calls_per_second": rates}, f, indent=1)
+    return 0 if added < ADDED_GOAL_US else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""Hub -> dm_env_rpc: hub envs served to any dm_env_rpc client over gRPC.
+
+:class:`EnvironmentService` is dm_env_rpc's ``Environment`` service: each
+``Process`` stream is one :class:`~marlhub.adapters.remote.session.Session`
+over the worlds of one :class:`~marlhub.adapters.remote.host.WorldHost`.
+:func:`start_grpc_server` runs it in a real ``grpc.server``, bound to
+127.0.0.1 unless told otherwise. With a token, every stream must send it as
+call metadata (``authorization: Bearer TOKEN``) or is refused with
+``UNAUTHENTICATED`` before any request is read.
+
+``marlhub serve ID`` and :func:`marlhub.remote.serve` build the host from a
+registry id; this module takes any factory.
+
+Example:
+    >>> from marlhub.envs import RockPaperScissors
+    >>> host = WorldHost(lambda config: RockPaperScissors(config), env_id="rock_paper_scissors")
+    >>> server, port = start_grpc_server(host, "127.0.0.1", 0)
+    >>> port > 0
+    True
+    >>> server.stop(None).wait(5)
+    True
+"""
+
+from __future__ import annotations
+
+import hmac
+import itertools
+from collections.abc import Iterator
+from concurrent import futures
+from typing import Any, Optional
+
+from marlhub.adapters.remote.host import WorldHost
+from marlhub.adapters.remote.session import Session
+from marlhub.backends import import_backend
+
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "TOKEN_HEADER", "EnvironmentService", "start_grpc_server"]
+
+#: Streams one server serves at once (each holds a worker thread) unless told otherwise.
+DEFAULT_MAX_CONNECTIONS = 64
+#: The call metadata key that carries the token (``Bearer TOKEN``).
+TOKEN_HEADER = "authorization"
+
+
+def _grpc() -> Any:
+    return import_backend("grpc", package="grpc", extra="remote", feature="Serving envs over gRPC")
+
+
+def _service_base() -> Any:
+    _grpc()  # the generated service module imports grpc: name that extra first
+    return import_backend("dm_env_rpc.v1.dm_env_rpc_pb2_grpc", package="dm_env_rpc", extra="remote",
+                          feature="Serving envs over dm_env_rpc").EnvironmentServicer
+
+
+class EnvironmentService(_service_base()):  # type: ignore[misc]
+    """dm_env_rpc's ``Environment`` service over the worlds of ``host``.
+
+    Args:
+        host: the worlds.
+        token: when set, the token every stream must send (``authorization: Bearer TOKEN``).
+    """
+
+    def __init__(self, host: WorldHost, *, token: Optional[str] = None) -> None:
+        self.host = host
+        self.token = token
+        self._numbers = itertools.count(1)
+
+    def authorized(self, metadata: Any) -> bool:
+        """Tell whether a stream's call metadata carries the token (always, without one)."""
+        if self.token is None:
+            return True
+        sent = dict(metadata or ()).get(TOKEN_HEADER, "")
+        expected = f"Bearer {self.token}"
+        return isinstance(sent, str) and hmac.compare_digest(sent.encode(), expected.encode())
+
+    def Process(self, request_iterator: Iterator[Any], context: Any) -> Iterator[Any]:  # noqa: N802
+        """Answer each request of one stream in order (dm_env_rpc's only RPC)."""
+        if not self.authorized(context.invocation_metadata()):
+            context.abort(_grpc().StatusCode.UNAUTHENTICATED,
+                          "this marlhub server requires a token: send it as call metadata "
+                          f"'{TOKEN_HEADER}: Bearer TOKEN' (marlhub's client: the 'token' config "
+                          "key or MARLHUB_TOKEN)")
+        session = Session(self.host, f"{context.peer()}#{next(self._numbers)}", context.is_active)
+        context.add_callback(session.close)  # the client went away, or the server stops
+        try:
+            for request in request_iterator:
+                yield session.handle(request)
+        finally:
+            session.close()
+
+
+def start_grpc_server(host: WorldHost, address: str = "127.0.0.1", port: int = 0, *,
+                      token: Optional[str] = None,
+                      max_connections: int = DEFAULT_MAX_CONNECTIONS,
+                      reuse_port: bool = False) -> tuple[Any, int]:
+    """Start a ``grpc.server`` serving ``host``; return it and the port it listens on.
+
+    Args:
+        host: the worlds to serve.
+        address: the interface to bind (127.0.0.1: this machine only).
+        port: the port; 0 picks a free one.
+        token: require this token from every stream.
+        max_connections: streams at once; more are refused (RESOURCE_EXHAUSTED).
+        reuse_port: let other processes bind the same port (``SO_REUSEPORT``), so
+            that several server processes share the connections.
+
+    Raises:
+        RemoteEnvError: the address cannot be bound.
+    """
+    grpc = _grpc()
+    from dm_env_rpc.v1 import dm_env_rpc_pb2_grpc
+
+    from marlhub.errors import RemoteEnvError
+
+    options = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1),
+               ("grpc.so_reuseport", int(reuse_port))]
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_connections + 2),
+                         options=options, maximum_concurrent_rpcs=max_connections)
+    dm_env_rpc_pb2_grpc.add_EnvironmentServicer_to_server(EnvironmentService(host, token=token),
+                                                          server)
+    target = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+    try:
+        bound = server.add_insecure_port(target)
+    except RuntimeError as exc:
+        bound = 0
+        reason = str(exc)
+    else:
+        reason = "the port is taken or the address is not this machine's"
+    if not bound:
+        server.stop(None)
+        raise RemoteEnvError(target, "bind", f"cannot listen there ({reason})",
+                             fix="Pick another --port (0 picks a free one) or --host.")
+    server.start()
+    return server, bound
