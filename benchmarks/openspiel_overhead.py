@@ -25,6 +25,11 @@ Contestants:
 Run::
 
     python benchmarks/openspiel_overhead.py [--rounds 15] [--steps 4000] [--games kuhn_poker ...]
+    python benchmarks/openspiel_overhead.py --json out.json   # also write the numbers
+
+The JSON has the shape of ``pettingzoo_overhead.py``'s (``tables`` of ``rows`` per
+contender: ``agent_steps_per_s``, ``ratio_to_native`` where native is the raw loop),
+with the date, the machine and the versions, for the documentation's tables.
 
 The goal is a ratio of at least 0.5 for ``marlhub`` on every game.
 """
@@ -32,7 +37,11 @@ The goal is a ratio of at least 0.5 for ``marlhub`` on every game.
 from __future__ import annotations
 
 import argparse
+import datetime
+import importlib.metadata
+import json
 import os
+import platform
 import statistics
 import sys
 import time
@@ -164,6 +173,53 @@ def shimmy_runner() -> Optional[Callable[[str, int, int], float]]:
     return run
 
 
+CONTENDER_NAMES = {
+    "raw": "native (raw pyspiel loop)",
+    "marlhub": "marlhub from_openspiel",
+    "rllib": "rllib OpenSpielEnv",
+    "shimmy": "shimmy OpenSpielCompatibilityV0",
+}
+
+
+def write_json(args: argparse.Namespace, results: dict[tuple[str, str], list[float]],
+               names: list[str], missing: list[str], load_before: Any) -> None:
+    """Write the medians and paired ratios per game, with when and where they were measured."""
+    tables = []
+    for game in args.games:
+        raw_rates = results[(game, "raw")]
+        rows = []
+        for name in names:
+            rates = results[(game, name)]
+            rows.append({
+                "contender": CONTENDER_NAMES.get(name, name),
+                "agent_steps_per_s": statistics.median(rates),
+                "ratio_to_native": statistics.median(r / b for r, b in zip(rates, raw_rates)),
+            })
+        tables.append({"title": f"openspiel/{game}", "rows": rows})
+    versions = {}
+    for package in ("open_spiel", "ray", "shimmy", "numpy"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    document = {
+        "measured": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                    "cpus": os.cpu_count(),
+                    "load_average": [round(x, 2) for x in load_before] if load_before else None},
+        "command": " ".join(["python", "benchmarks/openspiel_overhead.py", *sys.argv[1:]]),
+        "versions": versions,
+        "rounds": args.rounds,
+        "steps": args.steps,
+        "unit": "agent-steps/s, CPU time",
+        "not_measured": missing,
+        "tables": tables,
+    }
+    with open(args.json, "w", encoding="utf-8") as f:
+        json.dump(document, f, indent=1)
+        f.write("\n")
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the interleaved rounds and print the table; 1 when marlhub misses the target."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -171,7 +227,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--steps", type=int, default=4_000, help="agent-steps per measurement")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", metavar="PATH", help="also write the measurements to PATH")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
 
     contestants: dict[str, Callable[[str, int, int], float]] = {
         "raw": run_raw, "marlhub": run_marlhub,
@@ -214,6 +272,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"{game:<14}" + "".join(f"{c:>22}" for c in cells))
     if missing:
         print(f"not installed, not measured: {', '.join(missing)}")
+    if args.json:
+        write_json(args, results, names, missing, load_before)
     verdict = "meets" if worst >= TARGET else "misses"
     print(f"marlhub's worst ratio: {worst:.2f} ({verdict} the target of {TARGET})")
     return 0 if worst >= TARGET else 1

@@ -64,10 +64,15 @@ COMMON = "__common__"
 #: Key of the global state in a Dict observation space (RLlib's name, used by QMIX).
 ENV_STATE = "state"
 
+#: An agent's id: any hashable value (strings in most envs, ints in ``make_multi_agent``'s).
 AgentID: TypeAlias = Hashable
+#: A dict keyed by agent id: observations, rewards, done flags, infos or actions.
 MultiAgentDict: TypeAlias = Dict[AgentID, Any]
+#: The config dict an env creator receives (an :class:`~marlhub.context.EnvContext`).
 EnvConfig: TypeAlias = Dict[str, Any]
+#: What ``reset`` returns: ``(obs, infos)``.
 ResetResult: TypeAlias = Tuple[MultiAgentDict, MultiAgentDict]
+#: What ``step`` returns: ``(obs, rewards, terminateds, truncateds, infos)``.
 StepResult: TypeAlias = Tuple[
     MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict
 ]

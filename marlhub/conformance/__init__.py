@@ -1,4 +1,4 @@
-"""The conformance suite: the contract of DESIGN.md section 2, checked rule by rule.
+"""The conformance suite: the contract, checked rule by rule.
 
 * :func:`check` plays seeded random legal episodes on a target and returns a
   :class:`Report` of :class:`Finding` objects (rule id, severity, message,

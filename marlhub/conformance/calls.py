@@ -53,6 +53,7 @@ class Malformed(Exception):
 
 
 def unpack_reset(result: Any) -> tuple[Mapping[Any, Any], Mapping[Any, Any]]:
+    """Return ``(obs, infos)`` from what ``reset`` returned, or raise :class:`Malformed`."""
     if not isinstance(result, tuple) or len(result) != 2:
         raise Malformed(
             rules.RESET_RETURNS_DICTS,
@@ -71,6 +72,7 @@ def unpack_reset(result: Any) -> tuple[Mapping[Any, Any], Mapping[Any, Any]]:
 
 
 def unpack_step(result: Any) -> tuple[Mapping[Any, Any], ...]:
+    """Return the five dicts from what ``step`` returned, or raise :class:`Malformed`."""
     if not isinstance(result, tuple) or len(result) != 5:
         raise Malformed(
             rules.STEP_RETURNS_TUPLE,
@@ -95,6 +97,7 @@ def describe(value: Any) -> str:
 
 
 def read_agents(env: Any) -> Optional[list[Any]]:
+    """Return ``env.agents`` as a list, or None when reading it fails."""
     try:
         return list(env.agents)
     except Exception:
@@ -102,6 +105,7 @@ def read_agents(env: Any) -> Optional[list[Any]]:
 
 
 def read_possible(env: Any) -> list[Any]:
+    """Return ``env.possible_agents`` as a list, or ``[]`` when reading it fails."""
     try:
         return list(env.possible_agents)
     except Exception:
@@ -109,6 +113,7 @@ def read_possible(env: Any) -> list[Any]:
 
 
 def short(value: Any, limit: int = 120) -> str:
+    """Return ``repr(value)``, cut to ``limit`` characters with ``...``."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

@@ -1,4 +1,4 @@
-"""The contract of DESIGN.md section 2 as data: rule ids, findings, transition checks, comparison.
+"""The contract as data: rule ids, findings, transition checks, comparison.
 
 * :mod:`~marlhub.contract.rules`: every rule id as a constant, with its severity.
 * :mod:`~marlhub.contract.findings`: :class:`Finding` and :class:`Reproducer`.

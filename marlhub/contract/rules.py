@@ -1,7 +1,7 @@
 """The contract's rule ids, each defined once, with its default severity and a summary.
 
-The ids are those of DESIGN.md section 2, plus a few the driver needs to
-report an env that breaks down entirely (``step.returns_tuple``,
+The ids are those of the contract's table (docs/reference/rules.rst), plus a
+few the driver needs to report an env that breaks down entirely (``step.returns_tuple``,
 ``env.raised``, ``env.timeout``) and a few for what users vary that the
 table leaves implicit (``reset.mid_episode``, ``turn.mask_valid``,
 ``turn.action_dict_untouched``, ``resource.memory_bounded``). Tests, docs and
@@ -54,6 +54,7 @@ __all__ = [
     "VECTOR_EQUIV",
 ]
 
+#: How bad a finding is: an ``"error"`` fails the check, a ``"warning"`` only under ``--strict``.
 Severity = Literal["error", "warning"]
 
 RESET_RETURNS_DICTS = "reset.returns_dicts"

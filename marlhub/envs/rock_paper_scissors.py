@@ -5,7 +5,7 @@ observes the opponent's last move (0 after reset); the winner of a move gets
 +1, the loser -1, a tie 0 each; the episode ends (``__all__`` terminated)
 after ``num_moves`` moves (10, as in the docs).
 
-Where this differs from the docs' code, the contract (DESIGN.md section 2)
+Where this differs from the docs' code, the contract (:data:`marlhub.contract.rules.RULES`)
 asks for it:
 
 * ``truncateds`` is ``{"__all__": False}``, not ``{}`` (rule ``done.all_present``);

@@ -7,7 +7,7 @@ A one-lane road of ``road_length`` cells ends at a traffic light. Cars
 by crossing the stop line on green. The ``"light"`` agent sets the phase
 (0 red, 1 green).
 
-It is the test bed for the hard parts of the contract (DESIGN.md section 2):
+It is the test bed for the hard parts of the contract (:data:`marlhub.contract.rules.RULES`):
 
 * agents **enter** after reset: a car's first observation comes with the first
   step it acts, so only ``car_0`` (and the light) are there at reset;

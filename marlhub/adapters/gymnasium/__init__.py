@@ -10,8 +10,8 @@
 
 Converting back unwraps: ``to_gymnasium(from_gymnasium(e)) is e``, and a view
 made by :func:`to_gymnasium` goes back to its hub env where nothing is lost
-(the joint view, or one agent's view of a one-agent env). Semantics: DESIGN.md
-section 3.
+(the joint view, or one agent's view of a one-agent env). Semantics:
+docs/guides/gymnasium.rst.
 
 Example:
     >>> import gymnasium as gym

@@ -68,6 +68,7 @@ __all__ = [
 #: The config key that sets how many copies :func:`make_multi_agent` runs.
 NUM_AGENTS = "num_agents"
 
+#: A function that builds one Gymnasium env from the config of a hub env.
 EnvCreator = Callable[[EnvContext], gym.Env]
 
 

@@ -10,7 +10,7 @@
   lockstep and reports every difference as an ``equiv.*`` finding.
 
 Converting back unwraps: ``to_pettingzoo(from_pettingzoo(e)) is e`` and
-``from_pettingzoo(to_pettingzoo(h)) is h``. Semantics: DESIGN.md section 3.
+``from_pettingzoo(to_pettingzoo(h)) is h``. Semantics: docs/guides/pettingzoo.rst.
 PettingZoo is imported only when a conversion needs it.
 
 Example:

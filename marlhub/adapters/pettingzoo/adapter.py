@@ -3,8 +3,8 @@
 :class:`PettingZooEnv` and its parallel sibling
 (:mod:`marlhub.adapters.pettingzoo.adapter_parallel`) are drop-in for the classes of the same name in
 ``ray.rllib.env.wrappers.pettingzoo_env`` (same constructor, ``env`` /
-``par_env`` attributes, ``get_sub_environments``) but follow DESIGN.md
-section 3: agent order from ``possible_agents``, per-agent spaces, every
+``par_env`` attributes, ``get_sub_environments``) but keep the
+contract: agent order from ``possible_agents``, per-agent spaces, every
 reward reported exactly once, truncation reported as truncation, the whole
 action dict validated before anything is applied.
 

@@ -1,8 +1,8 @@
 """PettingZoo parallel -> hub: :class:`ParallelPettingZooEnv`.
 
 Drop-in for ``ray.rllib.env.wrappers.pettingzoo_env.ParallelPettingZooEnv``
-(same constructor, ``par_env`` attribute) with the semantics of DESIGN.md
-section 3. Does not import PettingZoo.
+(same constructor, ``par_env`` attribute) with the semantics of
+docs/guides/pettingzoo.rst. Does not import PettingZoo.
 
 Example:
     >>> import pettingzoo

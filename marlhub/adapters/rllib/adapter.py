@@ -3,7 +3,7 @@
 RLlib envs already speak the hub's protocol, but RLlib itself checks little:
 an env may keep ``agents`` static, leave ``__all__`` out of ``truncateds``, or
 accept actions for agents whose turn it is not. :class:`RLlibEnv` adds what
-the contract (DESIGN.md section 2) promises on top of any such env, without
+the contract (:data:`~marlhub.contract.rules.RULES`) promises on top of any such env, without
 importing Ray (any object that quacks like an RLlib env is accepted):
 
 * the whole action dict is checked before any of it reaches the env (actors

@@ -39,6 +39,8 @@ _RLLIB_RAISES_ON = frozenset({
     rules.DONE_ALL_CONSISTENT, rules.DONE_FINAL, rules.DONE_TRUNCATION_HAS_OBS,
     rules.REWARD_PRESENT, rules.REWARD_SCALAR,
 })
+#: ``(rule id, check function)`` of every rule :class:`EpisodeGuard` checks, in the
+#: order of :data:`~marlhub.contract.checks.TRANSITION_CHECKS`.
 GUARDED_RULES: list[tuple[str, _Check]] = [
     (rule, check) for rule, check in TRANSITION_CHECKS if rule in _RLLIB_RAISES_ON
 ]

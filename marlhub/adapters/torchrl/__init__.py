@@ -1,4 +1,4 @@
-"""hub -> TorchRL: any hub env as a ``torchrl.envs.EnvBase`` with TorchRL's multi-agent layout.
+"""TorchRL both ways: a hub env as a TorchRL ``EnvBase``, and a TorchRL multi-agent env as a hub env.
 
 * :func:`to_torchrl` gives a hub env (or anything :func:`~marlhub.adapters.to_hub`
   accepts) as an instance of ``HubTorchRLEnv``, a real ``EnvBase`` subclass
@@ -15,7 +15,7 @@
   ``from_torchrl(to_torchrl(hub)) is hub``.
 
 Importing this package imports no torch; :func:`to_torchrl` does (pip extra
-``torchrl``). Semantics: DESIGN.md section 3, "hub <-> TorchRL".
+``torchrl``). Semantics: the TorchRL guide of the documentation site.
 
 Example:
     >>> import marlhub

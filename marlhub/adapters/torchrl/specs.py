@@ -6,20 +6,20 @@ array that fills that spec (:meth:`Codec.encode`) and turns a TorchRL action
 back into the hub's value (:meth:`Codec.decode`). Only :meth:`Codec.spec`
 imports torch.
 
-===================  =============================================================
-hub space            TorchRL spec
-===================  =============================================================
-``Discrete(n, s)``   ``Categorical(n)`` holding ``value - s`` (``categorical=True``),
-                     else ``OneHot(n)`` (int64), as TorchRL's ``GymWrapper`` does
-``MultiDiscrete``    ``MultiCategorical(nvec)`` / ``MultiOneHot(nvec)`` holding
-                     ``value - start`` (1-D ``nvec``); int64 ``Bounded`` otherwise
-``Box``              ``Bounded(low, high)``, ``Unbounded`` where a bound is
-                     infinite; shape ``()`` becomes ``(1,)``, as in TorchRL
-``MultiBinary``      ``Binary`` (int8)
+====================  =============================================================
+hub space             TorchRL spec
+====================  =============================================================
+``Discrete(n, s)``    ``Categorical(n)`` holding ``value - s`` (``categorical=True``),
+                      else ``OneHot(n)`` (int64), as TorchRL's ``GymWrapper`` does
+``MultiDiscrete``     ``MultiCategorical(nvec)`` / ``MultiOneHot(nvec)`` holding
+                      ``value - start`` (1-D ``nvec``); int64 ``Bounded`` otherwise
+``Box``               ``Bounded(low, high)``, ``Unbounded`` where a bound is
+                      infinite; shape ``()`` becomes ``(1,)``, as in TorchRL
+``MultiBinary``       ``Binary`` (int8)
 ``Dict`` / ``Tuple``  ``Composite`` (a Tuple's keys are ``"0"``, ``"1"``, ...)
-anything else        refused: :class:`~marlhub.errors.ConfigError` naming the
-                     agent and the space (a ``Text`` observation, for one)
-===================  =============================================================
+anything else         refused: :class:`~marlhub.errors.ConfigError` naming the
+                      agent and the space (a ``Text`` observation, for one)
+====================  =============================================================
 
 Example:
     >>> import gymnasium as gym
@@ -133,8 +133,8 @@ class MultiDiscreteCodec(Codec):
 
         if not self.flat:
             return Bounded(torch.zeros(self.nvec.shape, dtype=torch.int64),
-                           torch.as_tensor(self.nvec - 1), shape=self.nvec.shape,
-                           dtype=torch.int64, device=device)
+                            torch.as_tensor(self.nvec - 1), shape=self.nvec.shape,
+                            dtype=torch.int64, device=device)
         if self.categorical:
             return MultiCategorical(self.nvec.tolist(), dtype=torch.int64, device=device)
         return MultiOneHot(self.nvec.tolist(), dtype=torch.int64, device=device)
@@ -177,7 +177,7 @@ class BoxCodec(Codec):
         if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
             return Unbounded(shape=self.shape, dtype=dtype, device=device)
         return Bounded(torch.as_tensor(low, dtype=dtype), torch.as_tensor(high, dtype=dtype),
-                       shape=self.shape, dtype=dtype, device=device)
+                        shape=self.shape, dtype=dtype, device=device)
 
     def encode(self, value: Any) -> Any:
         return np.asarray(value, dtype=self.dtype).reshape(self.shape)
@@ -253,9 +253,9 @@ def codec_for(space: gym.Space, *, agent: Any, role: str, categorical: bool,
         for key, sub in items:
             if not isinstance(key, str):
                 _refuse(space, agent, role, path, f"a Dict with the key {key!r}, which is not a "
-                        "string (TorchRL keys are)")
+                         "string (TorchRL keys are)")
             members[key] = codec_for(sub, agent=agent, role=role, categorical=categorical,
-                                     path=f"{path}[{key!r}]")
+                                      path=f"{path}[{key!r}]")
         return DictCodec(space, members)
     return _refuse(space, agent, role, path, f"a {_kind(space)} space")
 
@@ -275,7 +275,7 @@ def _refuse(space: gym.Space, agent: Any, role: str, path: str, what: str) -> Co
             "Give that agent a Discrete, MultiDiscrete, Box, MultiBinary, Dict or Tuple "
             "action space.")
     raise ConfigError(OWNER, f"{where} is {_short(space)}, {what}, which no TorchRL spec can "
-                      "hold", fix=hint)
+                       "hold", fix=hint)
 
 
 def _short(space: gym.Space, limit: int = 120) -> str:
