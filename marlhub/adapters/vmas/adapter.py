@@ -29,6 +29,7 @@ from typing import Any, Optional
 import gymnasium as gym
 import numpy as np
 
+from marlhub.adapters.vmas.random_stream import RandomStream
 from marlhub.core import (
     ALL,
     AgentID,
@@ -98,6 +99,7 @@ class VmasHubEnv(MultiAgentEnv):
                 "env is one", fix="Make it with vmas.make_env(..., num_envs=1) (the vmas/ "
                 "registry family does) and batch hub envs with marlhub.make_vec.")
         self.vmas_env = env
+        self._stream = RandomStream(env)  # VMAS's random state is one per process
         self.possible_agents = [agent.name for agent in env.agents]
         self.agents = []
         self.observation_spaces = {a: gymnasium_space(s) for a, s in
@@ -114,7 +116,9 @@ class VmasHubEnv(MultiAgentEnv):
     ) -> ResetResult:
         """Reset the scenario with VMAS's ``reset(seed=seed)``; every agent observes."""
         super().reset(seed=seed)
-        obs, infos = self.vmas_env.reset(seed=seed, return_observations=True, return_info=True)
+        with self._stream:
+            obs, infos = self.vmas_env.reset(seed=seed, return_observations=True,
+                                             return_info=True)
         self.agents = list(self.possible_agents)
         self._cannot_step = None
         return self._observations(obs), self._infos(infos)
@@ -136,7 +140,8 @@ class VmasHubEnv(MultiAgentEnv):
             check_keys(self._name, action_dict, actors=agents, possible_agents=agents)
         actions = [encode(self._checker.check(a, action_dict[a]))
                    for a, encode in zip(agents, self._encoders)]
-        result = self.vmas_env.step(actions)
+        with self._stream:
+            result = self.vmas_env.step(actions)
         obs, rewards, infos = result[0], result[1], result[-1]
         terminated, truncated = self._done(result)
         paid = {a: float(r[0]) for a, r in zip(agents, _listed(rewards, agents))}

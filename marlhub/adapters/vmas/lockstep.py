@@ -9,8 +9,9 @@ observations, rewards and end of episode must be VMAS's, and each agent's
 summed rewards its native return.
 
 VMAS keeps one random state for all its envs in a process (a class
-attribute); the twin keeps a stream of its own, as it would in a process of
-its own, so the two envs draw the same numbers.
+attribute); the twin, like the hub env, keeps a stream of its own
+(:class:`~marlhub.adapters.vmas.random_stream.RandomStream`), as it would in
+a process of its own, so the two envs draw the same numbers.
 
 Example:
     >>> import marlhub, vmas
@@ -22,12 +23,12 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 import numpy as np
 
+from marlhub.adapters.vmas.random_stream import RandomStream
 from marlhub.contract.findings import Finding
 from marlhub.core import ALL
 from marlhub.episode.lockstep import Lockstep, NativeTwin, compare_in_lockstep
@@ -52,22 +53,10 @@ class VmasTwin(NativeTwin):
         self.names = [agent.name for agent in env.agents]
         self.sums: dict[str, float] = {}
         self.done = False
-        self._random: Optional[list[Any]] = None
-
-    @contextmanager
-    def _own_random_state(self) -> Iterator[None]:
-        shared = type(self.env).vmas_random_state
-        others = list(shared)
-        if self._random is not None:
-            shared[:] = self._random
-        try:
-            yield
-        finally:
-            self._random = list(shared)
-            shared[:] = others
+        self.stream = RandomStream(env)
 
     def reset(self, seed: Optional[int], first: Step, lock: Lockstep) -> None:
-        with self._own_random_state():
+        with self.stream:
             obs = self.env.reset(seed=seed)
         self.sums = dict.fromkeys(self.names, 0.0)
         self.done = False
@@ -78,7 +67,7 @@ class VmasTwin(NativeTwin):
 
         played: Mapping[Any, Any] = step.actions or {}
         actions = [torch.tensor(np.asarray(played[name])).reshape(1, -1) for name in self.names]
-        with self._own_random_state():
+        with self.stream:
             obs, rewards, dones, _ = self.env.step(actions)
         native_rewards = {name: float(r[0]) for name, r in zip(self.names, rewards)}
         for name, reward in native_rewards.items():

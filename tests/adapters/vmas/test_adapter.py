@@ -72,3 +72,24 @@ def test_many_copies_are_refused_with_a_pointer() -> None:
     assert is_vmas_env(native)
     with pytest.raises(ConfigError, match="num_envs=4 copies.*make_vec"):
         from_vmas(native)
+
+
+@pytest.mark.parametrize("scenario", ["asym_joint", "football"])
+def test_two_envs_stepped_in_turn_each_keep_their_seeded_stream(scenario: str) -> None:
+    """VMAS shares one random state between all its envs in a process, so these scenarios,
+    which draw in step, fail PettingZoo's seed_test natively (two envs, stepped in turn);
+    each hub env keeps its own stream and passes."""
+    from pettingzoo.test import seed_test
+
+    from marlhub.adapters.pettingzoo import to_pettingzoo
+
+    seed_test(lambda: to_pettingzoo(marlhub.make(f"vmas/{scenario}", {"max_steps": 20})),
+              num_cycles=20)
+    envs = [vmas.make_env(scenario, num_envs=1) for _ in range(2)]
+    import torch
+
+    actions = [torch.full((1, 2), 0.3) for _ in envs[0].agents]
+    for env in envs:
+        env.reset(seed=42)
+    natively = [[env.step(actions)[0][0].tolist() for env in envs] for _ in range(5)]
+    assert any(a != b for a, b in natively)

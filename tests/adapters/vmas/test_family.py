@@ -91,6 +91,7 @@ def test_known_faults_are_vmas_own(scenario: str) -> None:
     from marlhub.contract.rules import SEED_REPRODUCIBLE
 
     assert SEED_REPRODUCIBLE in VmasFamily().known_faults(scenario)
+    assert "target.gymnasium" in VmasFamily().known_faults(scenario)  # check_env replays a seed
     assert SEED_REPRODUCIBLE not in VmasFamily().known_faults("balance")
     env = vmas.make_env(scenario, num_envs=1)
     actions = [torch.full((1, 2), 0.3) for _ in env.agents]
