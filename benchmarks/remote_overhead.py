@@ -17,7 +17,10 @@ Two tables from one interleaved run:
    one round trip each). The table shows the medians over rounds and the
    median over rounds of the paired difference ``remote - local``: the added
    microseconds per call, and for scale an empty round trip on the same
-   connection (a property read: gRPC's and the stream's own cost). Goal:
+   connection (a property read: dm_env_rpc's messages and marlhub's dispatch
+   included) and a bare grpcio echo (``grpc echo``: one byte each way on a
+   bidirectional stream to a server process that only echoes, no protobuf, no
+   marlhub): the floor of any gRPC transport in Python on this machine. Goal:
    under 150 us added per call for small observations.
 
 2. **Throughput with several clients.** 1, 2 and 4 client processes replay
@@ -91,6 +94,56 @@ class Server:
             self.process.wait(5)
 
 
+ECHO_SERVER = """
+import sys
+from concurrent import futures
+import grpc
+def echo(requests, context):
+    yield from requests
+handler = grpc.method_handlers_generic_handler(
+    "echo.Echo", {"Process": grpc.stream_stream_rpc_method_handler(echo)})
+server = grpc.server(futures.ThreadPoolExecutor(4))
+server.add_generic_rpc_handlers((handler,))
+port = server.add_insecure_port("127.0.0.1:0")
+server.start()
+print(port, flush=True)
+server.wait_for_termination()
+"""
+
+
+class EchoServer:
+    """A grpcio server process that echoes bytes on a bidirectional stream: gRPC alone."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", ECHO_SERVER],
+                                        stdout=subprocess.PIPE, text=True)
+        port = (self.process.stdout.readline() if self.process.stdout else "").strip()
+        import grpc
+
+        self.requests: "queue.Queue[Optional[bytes]]" = queue.Queue()
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        self.replies = self.channel.stream_stream("/echo.Echo/Process")(
+            iter(self.requests.get, None))
+
+    def round_trip(self, count: int = 300) -> float:
+        """Microseconds per one-byte round trip, over ``count`` of them."""
+        start = time.perf_counter()
+        for _ in range(count):
+            self.requests.put(b"x")
+            next(self.replies)
+        return (time.perf_counter() - start) / count * 1e6
+
+    def __enter__(self) -> "EchoServer":
+        self.round_trip(50)  # warm up
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.requests.put(None)
+        self.channel.close()
+        self.process.terminate()
+        self.process.wait(15)
+
+
 def record(env_id: str, calls: int, seed: int) -> list[tuple[int, list[dict]]]:
     """Seeded random legal episodes of a local env, ``calls`` resets and steps in all."""
     env = marlhub.make(env_id)
@@ -133,28 +186,30 @@ def measure_overhead(rounds: int, calls: int, seed: int,
                      cases: Optional[list[str]] = None) -> dict[str, dict[str, list[float]]]:
     """case -> {"local": [us/call], "remote": [...], "added": [...]} over interleaved rounds."""
     results: dict[str, dict[str, list[float]]] = {}
-    for case, env_id in CASES:
-        if cases is not None and case not in cases:
-            continue
-        episodes = record(env_id, calls, seed)
-        with Server(env_id) as server:
-            local = marlhub.make(env_id)
-            remote = marlhub.make(f"remote/{server.address}")
-            replay(local, episodes[:3]), replay(remote, episodes[:3])  # warm up
-            for round_index in range(rounds):
-                timed = {}
-                order = [("local", local), ("remote", remote)]
-                for name, env in (order if round_index % 2 == 0 else order[::-1]):
-                    seconds, n = replay(env, episodes)
-                    timed[name] = seconds / n * 1e6
-                row = results.setdefault(case, {"local": [], "remote": [], "added": [],
-                                                "round trip": []})
-                row["round trip"].append(ping(remote))
-                row["local"].append(timed["local"])
-                row["remote"].append(timed["remote"])
-                row["added"].append(timed["remote"] - timed["local"])
-            remote.close()
-            local.close()
+    with EchoServer() as echo:
+        for case, env_id in CASES:
+            if cases is not None and case not in cases:
+                continue
+            episodes = record(env_id, calls, seed)
+            with Server(env_id) as server:
+                local = marlhub.make(env_id)
+                remote = marlhub.make(f"remote/{server.address}")
+                replay(local, episodes[:3]), replay(remote, episodes[:3])  # warm up
+                for round_index in range(rounds):
+                    timed = {}
+                    order = [("local", local), ("remote", remote)]
+                    for name, env in (order if round_index % 2 == 0 else order[::-1]):
+                        seconds, n = replay(env, episodes)
+                        timed[name] = seconds / n * 1e6
+                    row = results.setdefault(case, {"local": [], "remote": [], "added": [],
+                                                    "round trip": [], "grpc echo": []})
+                    row["round trip"].append(ping(remote))
+                    row["grpc echo"].append(echo.round_trip())
+                    row["local"].append(timed["local"])
+                    row["remote"].append(timed["remote"])
+                    row["added"].append(timed["remote"] - timed["local"])
+                remote.close()
+                local.close()
     return results
 
 
@@ -227,14 +282,16 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="comma-separated client counts of the second table")
     parser.add_argument("--json", help="also write the measurements to this file")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     overhead = measure_overhead(args.rounds, args.calls, args.seed, args.cases.split(","))
     print(f"Wall-clock microseconds per call (reset or step), median of {args.rounds} "
           f"interleaved rounds of {args.calls} calls; loopback, server in its own process\n")
-    columns = ("local", "remote", "added", "round trip")
+    columns = ("local", "remote", "added", "round trip", "grpc echo")
     print(f"{'case':<22}" + "".join(f"{c:>12}" for c in columns))
     for case, row in overhead.items():
         print(f"{case:<22}" + "".join(f"{statistics.median(row[k]):>12.1f}" for k in columns))
-    print("(round trip: an empty request on the same connection, gRPC's own floor)")
+    print("(round trip: an empty request on the same connection; grpc echo: one byte each way "
+          "on a bare grpcio stream, gRPC's own floor)")
     small = overhead.get("kuhn_poker", next(iter(overhead.values())))
     added = statistics.median(small["added"])
     print(f"\nkuhn_poker: {added:.0f} us added per call (goal < {ADDED_GOAL_US:.0f})\n")
@@ -249,10 +306,48 @@ def main(argv: Optional[list[str]] = None) -> int:
         with open(args.json, "w") as f:
             json.dump({"measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                                   "python": platform.python_version()},
+                                   "python": platform.python_version(),
+                                   "load_average_before": load_before},
+                       "command": " ".join(["python", "benchmarks/remote_overhead.py",
+                                            *(argv if argv is not None else sys.argv[1:])]),
+                       "versions": {name: _version(name) for name in ("grpcio", "dm-env-rpc")},
+                       "unit": "calls/s, wall clock",
                        "rounds": args.rounds, "calls": args.calls,
+                       "tables": _tables(overhead, rates),
                        "us_per_call": overhead, "calls_per_second": rates}, f, indent=1)
     return 0 if added < ADDED_GOAL_US else 1
+
+
+def _version(package: str) -> Optional[str]:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _tables(overhead: dict[str, dict[str, list[float]]],
+            rates: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """The JSON's tables as the docs read them: calls/s per contender, ratio to the reference."""
+    tables = []
+    for case, row in overhead.items():
+        local = statistics.median(row["local"])
+        ratios = [lo / re for lo, re in zip(row["local"], row["remote"])]
+        tables.append({"title": f"{case}: reset and step calls (ratio: to local)", "rows": [
+            {"contender": "local", "rate": 1e6 / local, "ratio": 1.0},
+            {"contender": "remote (marlhub serve)",
+             "rate": 1e6 / statistics.median(row["remote"]), "ratio": statistics.median(ratios)},
+            {"contender": "empty request on the connection",
+             "rate": 1e6 / statistics.median(row["round trip"]), "ratio": None},
+            {"contender": "bare grpcio echo (no marlhub)",
+             "rate": 1e6 / statistics.median(row["grpc echo"]), "ratio": None},
+        ]})
+    reference = statistics.median(next(iter(rates.values())))
+    tables.append({"title": "kuhn_poker, several clients (ratio: to one local env)", "rows": [
+        {"contender": name, "rate": statistics.median(values),
+         "ratio": statistics.median(values) / reference} for name, values in rates.items()]})
+    return tables
 
 
 if __name__ == "__main__":

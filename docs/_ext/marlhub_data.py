@@ -351,6 +351,7 @@ COMMANDS = {
 UNITS = {
     "pettingzoo_overhead": "agent-steps/s (CPU time)",
     "torchrl_overhead": "frames/s of rollout (VMAS: steps/s), CPU time",
+    "remote_overhead": "calls/s, wall clock",
 }
 
 
@@ -377,20 +378,29 @@ def _rate_and_ratio(row: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _summary_rst(tables: list[dict[str, Any]], escape: Escape) -> list[str]:
-    """One row per case, one column per contender: its rate and its ratio to the reference."""
-    contenders = list(dict.fromkeys(row["contender"] for t in tables for row in t["rows"]))
-    rows = []
+    """One row per case, one column per contender: its rate and its ratio to the reference.
+
+    Tables measured against another reference (their first contender: a benchmark
+    that measures two kinds of thing) get a summary table of their own.
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
     for table in tables:
-        cells = {}
-        for row in table["rows"]:
-            rate, ratio = _rate_and_ratio(row)
-            if isinstance(rate, (int, float)):
-                cells[row["contender"]] = f"{rate:,.0f}" + (
-                    f" (**{ratio:.2f}**)" if isinstance(ratio, (int, float)) else "")
-        rows.append([escape(table["title"])] + [cells.get(c, "--") for c in contenders])
-    return ["Summary: rate per second, and in bold the median paired ratio to the native "
-            "(or reference) contender, > 1 is faster.", ""] + \
-        _list_table(["case"] + [escape(c) for c in contenders], rows)
+        groups.setdefault(table["rows"][0]["contender"] if table["rows"] else "", []).append(table)
+    lines = ["Summary: rate per second, and in bold the median paired ratio to the native "
+             "(or reference) contender, > 1 is faster.", ""]
+    for group in groups.values():
+        contenders = list(dict.fromkeys(row["contender"] for t in group for row in t["rows"]))
+        rows = []
+        for table in group:
+            cells = {}
+            for row in table["rows"]:
+                rate, ratio = _rate_and_ratio(row)
+                if isinstance(rate, (int, float)):
+                    cells[row["contender"]] = f"{rate:,.0f}" + (
+                        f" (**{ratio:.2f}**)" if isinstance(ratio, (int, float)) else "")
+            rows.append([escape(table["title"])] + [cells.get(c, "--") for c in contenders])
+        lines += _list_table(["case"] + [escape(c) for c in contenders], rows)
+    return lines
 
 
 def benchmark_rst(name: str, document: Optional[dict[str, Any]], escape: Escape,
