@@ -11,8 +11,7 @@ import pytest
 
 from marlhub.cli import main
 from marlhub.conformance.vector import check_vector, vector_env_fns
-from marlhub.contract.rules import VECTOR_EQUIV
-from marlhub.contract.rules import ENV_RAISED
+from marlhub.contract.rules import ENV_RAISED, VECTOR_EQUIV
 from marlhub.envs import RockPaperScissors, Traffic
 from marlhub.errors import TargetError
 from tests.conformance.valid_envs import VALID_ENVS

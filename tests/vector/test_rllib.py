@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,23 +18,8 @@ import marlhub  # noqa: E402
 from marlhub.registry import register_with_ray  # noqa: E402
 from marlhub.vector import AsyncVectorMultiAgentEnv  # noqa: E402
 from marlhub.vector.rllib import VectorEnvRunner  # noqa: E402
+from tests.adapters.rllib.ray_session import by_player  # noqa: E402
 from tests.vector.envs import children, left_of  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def ray_instance() -> Iterator[None]:
-    if ray.is_initialized():
-        yield
-        return
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-def _by_player(agent_id: Any, episode: Any, **kwargs: Any) -> str:
-    return "first" if agent_id == "player1" else "second"
 
 
 def _config(name: str, runner: type, mode: str) -> Any:
@@ -44,7 +28,7 @@ def _config(name: str, runner: type, mode: str) -> Any:
         .environment(name, env_config={"max_steps": 20})
         .env_runners(num_env_runners=0, env_runner_cls=runner, num_envs_per_env_runner=4,
                      gym_env_vectorize_mode=mode, rollout_fragment_length=32)
-        .multi_agent(policies={"first", "second"}, policy_mapping_fn=_by_player)
+        .multi_agent(policies={"first", "second"}, policy_mapping_fn=by_player)
         .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
         .rl_module(model_config={"fcnet_hiddens": [8]})
         .debugging(seed=0)

@@ -8,9 +8,7 @@ process, through the picklable creator of ``register_with_ray``.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,24 +19,9 @@ pytest.importorskip("torch")
 from ray.rllib.algorithms.ppo import PPOConfig  # noqa: E402
 
 from marlhub.adapters.rllib import register_with_ray  # noqa: E402
+from tests.adapters.rllib.ray_session import by_player  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "rllib_ppo_tic_tac_toe.py"
-
-
-@pytest.fixture(scope="module")
-def ray_instance() -> Iterator[None]:
-    if ray.is_initialized():
-        yield
-        return
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-def _by_player(agent_id: Any, episode: Any, **kwargs: Any) -> str:
-    return "first" if agent_id == "player1" else "second"
 
 
 def test_one_ppo_iteration_on_a_turn_based_env(ray_instance: None) -> None:
@@ -47,7 +30,7 @@ def test_one_ppo_iteration_on_a_turn_based_env(ray_instance: None) -> None:
         PPOConfig()
         .environment(name, env_config={"max_steps": 20})
         .env_runners(num_env_runners=1, rollout_fragment_length=64)
-        .multi_agent(policies={"first", "second"}, policy_mapping_fn=_by_player)
+        .multi_agent(policies={"first", "second"}, policy_mapping_fn=by_player)
         .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
         .rl_module(model_config={"fcnet_hiddens": [8]})
         .debugging(seed=0)
