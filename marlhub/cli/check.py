@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from marlhub.cli.output import Progress, err, out, positive_int, seed_int
+from marlhub.cli.output import Progress, err, out, parse_config, positive_int, seed_int
 from marlhub.conformance.interop import TARGET_NAMES, parse_targets
 from marlhub.conformance.junit import junit_xml
 from marlhub.conformance.options import DEFAULT_MAX_STEPS, CheckOptions
@@ -61,6 +61,9 @@ def add_check_command(subparsers: Any) -> argparse.ArgumentParser:
         "'path/to/file.py:attr' (an env class, instance or factory).",
     )
     parser.add_argument("targets", nargs="+", metavar="TARGET", help="what to check")
+    parser.add_argument("--config", type=_config, default=None, metavar="JSON",
+                        help="the env config as a JSON object, for registry ids and classes or "
+                        "factories that take one, e.g. '{\"num_cars\": 3}'")
     parser.add_argument("--episodes", type=positive_int, default=20, metavar="N",
                         help="episodes per target (default: 20)")
     parser.add_argument("--seed", type=seed_int, default=0, metavar="S",
@@ -102,6 +105,7 @@ def run_check(args: argparse.Namespace) -> int:
     settings = CheckOptions(
         episodes=args.episodes, seed=args.seed, max_steps=args.max_steps, strict=args.strict,
         timeout=args.timeout, against_native=args.against_native, interop=tuple(args.interop),
+        config=args.config,
     )
     progress = (Progress(len(targets), unit="targets", quiet=args.quiet)
                 if len(targets) > 1 else None)
@@ -176,11 +180,18 @@ def _vector_outcomes(args: argparse.Namespace, reports: list[Any]) -> list[Outco
         return []
     found = check_vector_targets([r.target for r in reports], args.vector, seed=args.seed,
                                  episodes=args.episodes, max_steps=args.max_steps,
-                                 timeout=args.timeout)
+                                 timeout=args.timeout, config=args.config)
     outcomes = [Outcome(report.target, report=report) for report in found]
     for outcome in outcomes:
         _print_outcome(outcome, quiet=args.quiet, skipped=False)
     return outcomes
+
+
+def _config(text: str) -> dict[str, Any]:
+    config, problem = parse_config(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return config or {}
 
 
 def _target_list(text: str) -> list[str]:

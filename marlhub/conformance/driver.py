@@ -237,9 +237,10 @@ class Driver:
         seconds = min(FRESH_PROCESS_SECONDS, self.options.timeout or FRESH_PROCESS_SECONDS)
         try:
             return take(self.spec, seed=self.options.seed, max_steps=self.options.max_steps,
-                        reset_kwargs=self.reset_kwargs, seconds=seconds)
-        except OSError:
-            return None  # no process can be started here: the check goes on without it
+                        reset_kwargs=self.reset_kwargs, seconds=seconds,
+                        config=self.options.config)
+        except (OSError, ValueError):
+            return None  # no process can be started here (or the config is no JSON): go on
 
     # -- target-level checks --------------------------------------------------------
 

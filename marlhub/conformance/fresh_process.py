@@ -82,11 +82,17 @@ class FreshProcess:
         max_steps: its step budget.
         reset_kwargs: keywords of ``reset`` besides ``seed`` (``{"options": None}`` or ``{}``).
         seconds: how long the child may take before it ends itself.
+        config: the env config the child builds the target with (JSON-able).
+
+    Raises:
+        OSError: no process can be started.
+        ValueError: the config does not go into JSON.
     """
 
     def __init__(self, spec: str, *, seed: int, max_steps: int,
-                 reset_kwargs: Mapping[str, Any], seconds: float = FRESH_PROCESS_SECONDS) -> None:
-        self.key = _key(spec, seed, max_steps, reset_kwargs)
+                 reset_kwargs: Mapping[str, Any], seconds: float = FRESH_PROCESS_SECONDS,
+                 config: Optional[Mapping[str, Any]] = None) -> None:
+        self.key = _key(spec, seed, max_steps, reset_kwargs, config)
         self.seconds = seconds
         self.started = time.monotonic()
         self.hash_seed = other_hash_seed(os.environ.get("PYTHONHASHSEED"))
@@ -95,7 +101,8 @@ class FreshProcess:
         self.path = Path(name)
         argv = ["--seed", str(seed), "--max-steps", str(max_steps), "--out", name,
                 "--seconds", f"{seconds:g}", *([] if "options" in reset_kwargs else
-                                              ["--no-options"]), "--", spec]
+                                              ["--no-options"]),
+                *([] if config is None else ["--config", _config_json(config)]), "--", spec]
         env = dict(os.environ, PYTHONHASHSEED=self.hash_seed)
         env["PYTHONPATH"] = os.pathsep.join(_added_paths() + [env.get("PYTHONPATH", "")]).strip(
             os.pathsep)
@@ -136,36 +143,50 @@ class FreshProcess:
 _PREFETCHED: dict[tuple[Any, ...], FreshProcess] = {}
 
 
-def _key(spec: str, seed: int, max_steps: int, reset_kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
-    return spec, seed, max_steps, "options" in reset_kwargs
+def _key(spec: str, seed: int, max_steps: int, reset_kwargs: Mapping[str, Any],
+         config: Optional[Mapping[str, Any]] = None) -> tuple[Any, ...]:
+    return (spec, seed, max_steps, "options" in reset_kwargs,
+            None if config is None else _config_json(config))
 
 
-def prefetch(spec: str, *, seed: int, max_steps: int, seconds: float = FRESH_PROCESS_SECONDS) -> None:
+def _config_json(config: Mapping[str, Any]) -> str:
+    """The config as the child reads it; ValueError when it does not go into JSON."""
+    try:
+        return json.dumps(dict(config), sort_keys=True)
+    except TypeError as exc:
+        raise ValueError(f"the config does not go into JSON ({exc})") from None
+
+
+def prefetch(spec: str, *, seed: int, max_steps: int, seconds: float = FRESH_PROCESS_SECONDS,
+             config: Optional[Mapping[str, Any]] = None) -> None:
     """Start the child of a target that is checked next, so its start-up overlaps this one's.
 
     :func:`take` hands it over; :func:`discard_prefetched` ends the ones never taken.
     """
-    key = _key(spec, seed, max_steps, {"options": None})
-    if key not in _PREFETCHED:
-        try:
+    try:
+        key = _key(spec, seed, max_steps, {"options": None}, config)
+        if key not in _PREFETCHED:
             _PREFETCHED[key] = FreshProcess(spec, seed=seed, max_steps=max_steps,
-                                            reset_kwargs={"options": None}, seconds=seconds)
-        except OSError:
-            pass  # no process can be started here: take() will say so again
+                                            reset_kwargs={"options": None}, seconds=seconds,
+                                            config=config)
+    except (OSError, ValueError):
+        pass  # no process can be started here, or not with this config: take() says so again
 
 
 def take(spec: str, *, seed: int, max_steps: int, reset_kwargs: Mapping[str, Any],
-         seconds: float = FRESH_PROCESS_SECONDS) -> FreshProcess:
+         seconds: float = FRESH_PROCESS_SECONDS,
+         config: Optional[Mapping[str, Any]] = None) -> FreshProcess:
     """Return the prefetched child for this episode, or start one.
 
     Raises:
         OSError: no process can be started.
+        ValueError: the config does not go into JSON.
     """
-    child = _PREFETCHED.pop(_key(spec, seed, max_steps, reset_kwargs), None)
+    child = _PREFETCHED.pop(_key(spec, seed, max_steps, reset_kwargs, config), None)
     if child is not None:
         return child
     return FreshProcess(spec, seed=seed, max_steps=max_steps, reset_kwargs=reset_kwargs,
-                        seconds=seconds)
+                        seconds=seconds, config=config)
 
 
 def discard_prefetched() -> None:
@@ -174,15 +195,15 @@ def discard_prefetched() -> None:
         _PREFETCHED.popitem()[1].stop()
 
 
-def play_first_episode(spec: str, seed: int, max_steps: int,
-                       reset_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def play_first_episode(spec: str, seed: int, max_steps: int, reset_kwargs: Mapping[str, Any],
+                       config: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
     """Build ``spec`` and play one seeded random episode; return its per-call digests.
 
     Returns a dict with ``status`` (``"ok"``, ``"raised"`` or ``"load_error"``),
     ``digests`` (one list of four digests per call) and ``error`` when one was raised.
     """
     try:
-        env = resolve_target(spec).build()
+        env = resolve_target(spec, config=config).build()
     except Exception as exc:
         return {"status": "load_error", "error": f"{type(exc).__name__}: {exc}"}
     digests: list[list[str]] = []
@@ -212,10 +233,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seconds", type=float, default=FRESH_PROCESS_SECONDS)
     parser.add_argument("--no-options", action="store_true")
+    parser.add_argument("--config", type=json.loads, default=None)
     args = parser.parse_args(argv)
     # Ends the process from a watchdog thread, so a hang in native code ends too.
     faulthandler.dump_traceback_later(args.seconds, exit=True)
     result = play_first_episode(args.target, args.seed, args.max_steps,
-                                {} if args.no_options else {"options": None})
+                                {} if args.no_options else {"options": None}, args.config)
     args.out.write_text(json.dumps(result))
     return 0

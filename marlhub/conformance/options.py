@@ -8,7 +8,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 __all__ = ["DEFAULT_MAX_STEPS", "CheckOptions"]
 
@@ -31,6 +31,9 @@ class CheckOptions:
         against_native: also compare the env with its native twin in lockstep.
         interop: target APIs to convert the env to and check with their own checkers
             (``marlhub check --targets``; see :mod:`marlhub.conformance.interop`).
+        config: the env config (``marlhub check --config``): given to ``make`` for a
+            registry id, to a class or factory that takes one, and to the fresh process,
+            the lockstep twin and the vector env's copies alike.
     """
 
     episodes: int = 20
@@ -41,3 +44,4 @@ class CheckOptions:
     replay: bool = True
     against_native: bool = False
     interop: tuple[str, ...] = ()
+    config: Optional[dict[str, Any]] = None

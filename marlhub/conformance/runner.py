@@ -95,7 +95,8 @@ def _run_here(targets: list[str], settings: CheckOptions,
         for i, target in enumerate(targets):
             if settings.replay and i + 1 < len(targets):
                 prefetch(targets[i + 1], seed=settings.seed, max_steps=settings.max_steps,
-                         seconds=min(FRESH_PROCESS_SECONDS, settings.timeout or FRESH_PROCESS_SECONDS))
+                         seconds=min(FRESH_PROCESS_SECONDS, settings.timeout or FRESH_PROCESS_SECONDS),
+                         config=settings.config)
             progress = (None if on_episode is None
                         else lambda done, total, t=target: on_episode(t, done, total))
             outcomes.append(_check_one(target, settings, progress))

@@ -43,6 +43,7 @@ def check(
     registry: Optional[Registry] = None,
     on_episode: Optional[Callable[[int, int], None]] = None,
     name: Optional[str] = None,
+    config: Optional[dict[str, Any]] = None,
 ) -> Report:
     """Check ``target`` against every rule of the contract and return the report.
 
@@ -78,6 +79,9 @@ def check(
         on_episode: called as ``on_episode(done, total)`` after each episode played.
         registry: where ids are resolved; the default registry when None.
         name: how the target is named in the report; its string form when None.
+        config: the env config: ``make(id, config)`` for a registry id, an
+            :class:`~marlhub.context.EnvContext` of it for a class or factory that takes
+            one; the fresh process and the native twin get it too.
 
     Returns:
         The :class:`~marlhub.conformance.report.Report`.
@@ -91,10 +95,10 @@ def check(
             f"check() needs episodes >= 1 and max_steps >= 1, got episodes={episodes}, "
             f"max_steps={max_steps}."
         )
-    resolved = resolve_target(target, registry)
+    resolved = resolve_target(target, registry, config)
     options = CheckOptions(episodes=episodes, seed=seed, max_steps=max_steps, strict=strict,
                            timeout=timeout, replay=replay, against_native=against_native,
-                           interop=tuple(interop))
+                           interop=tuple(interop), config=config)
     with warnings.catch_warnings(record=True) as caught:
         # The env's libraries' warnings go in the report, each once ("always" would keep
         # every repeat, which the memory probe would rightly see growing).
@@ -184,8 +188,8 @@ def _lockstep(env_id: Optional[str], options: CheckOptions, registry: Registry) 
         )]
     try:
         with time_limit(options.timeout):
-            return list(compare(rest, EnvContext(), episodes=options.episodes, seed=options.seed,
-                                max_steps=options.max_steps))
+            return list(compare(rest, EnvContext(options.config), episodes=options.episodes,
+                                seed=options.seed, max_steps=options.max_steps))
     except EnvTimeout:
         return [Finding(rules.ENV_TIMEOUT, "error",
                         f"the lockstep comparison of {env_id!r} took longer than "

@@ -23,7 +23,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -117,49 +117,68 @@ def expand_targets(
     return list(expanded.items())
 
 
-def resolve_target(target: Any, registry: Optional[Registry] = None) -> Target:
+def resolve_target(target: Any, registry: Optional[Registry] = None,
+                   config: Optional[Mapping[str, Any]] = None) -> Target:
     """Turn any accepted form of target into a :class:`Target`.
 
     Args:
         target: an env, class, factory, or target string (not a glob; see
             :func:`expand_target_strings`).
         registry: where ids are looked up; the default registry when None.
+        config: the env config, for a registry id (``make(id, config)``) or a class or
+            factory that takes one (as an :class:`~marlhub.context.EnvContext`).
 
     Raises:
-        TargetError: the string names nothing loadable.
+        TargetError: the string names nothing loadable, or a config was given for an
+            env instance or a factory that takes none.
     """
     if isinstance(target, str):
         if ":" in target and not is_registry_id(target):
-            return _from_object(_load_attr(target), name=target)
+            return _from_object(_load_attr(target), name=target, config=config)
         reg = registry or default_registry()
-        return Target(target, lambda: reg.make(target), fresh=True, registry_id=target)
-    return _from_object(target, name=_display_name(target))
+        return Target(target, lambda: reg.make(target, config), fresh=True, registry_id=target)
+    return _from_object(target, name=_display_name(target), config=config)
 
 
-def _from_object(obj: Any, *, name: str) -> Target:
-    if inspect.isclass(obj) or (callable(obj) and inspect.isfunction(obj)):
-        factory = obj
-        return Target(name, lambda: to_hub(_call_factory(factory, name)), fresh=True)
-    if callable(obj) and not hasattr(obj, "step") and not hasattr(obj, "reset"):
-        factory = obj  # a functools.partial or another callable object
-        return Target(name, lambda: to_hub(_call_factory(factory, name)), fresh=True)
+def _from_object(obj: Any, *, name: str, config: Optional[Mapping[str, Any]] = None) -> Target:
+    if inspect.isclass(obj) or callable(obj) and (
+            inspect.isfunction(obj) or not hasattr(obj, "step") and not hasattr(obj, "reset")):
+        factory = obj  # a class, function, functools.partial or another callable object
+        if config is not None:
+            _check_takes_config(factory, name)
+        return Target(name, lambda: to_hub(_call_factory(factory, name, config)), fresh=True)
+    if config is not None:
+        raise TargetError(name, "a config was given for an env instance, which is built already",
+                          "Pass the config to what builds it: a registry id, an env class or a "
+                          "factory that takes one config dict.")
     return Target(name, lambda: to_hub(obj), fresh=False)
 
 
-def _call_factory(factory: Callable[..., Any], name: str) -> Any:
+def _positional_params(factory: Callable[..., Any]) -> list[inspect.Parameter]:
     try:
-        params = [
-            p for p in inspect.signature(factory).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-            and p.default is inspect.Parameter.empty
-        ]
+        return [p for p in inspect.signature(factory).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
-        params = []
+        return []
+
+
+def _check_takes_config(factory: Callable[..., Any], name: str) -> None:
+    if not _positional_params(factory):
+        raise TargetError(name, "a config was given, but it takes no argument to receive it",
+                          "Give it a config parameter (def make_env(config): ...), or leave "
+                          "out the config.")
+
+
+def _call_factory(factory: Callable[..., Any], name: str,
+                  config: Optional[Mapping[str, Any]] = None) -> Any:
+    params = [p for p in _positional_params(factory) if p.default is inspect.Parameter.empty]
     if len(params) > 1:
         raise TargetError(
             name, f"its factory needs {len(params)} arguments ({[p.name for p in params]})",
             "Point at a class or function that takes no argument or one config dict.",
         )
+    if config is not None:
+        return factory(EnvContext(config))
     return factory(EnvContext()) if params else factory()
 
 

@@ -67,7 +67,7 @@ def vector_env_fns(target: Any, num_envs: int,
                    config: Optional[Mapping[str, Any]] = None) -> list[Callable[[], Any]]:
     """Return ``num_envs`` env_fns for ``target``: an id, class, factory or ``module:attr``.
 
-    ``config`` goes to a registry id's env (other targets are called as they are).
+    ``config`` goes to a registry id's env, and to a class or factory that takes one.
 
     Raises:
         TargetError: the target is one env instance (copies cannot be made of it).
@@ -75,7 +75,7 @@ def vector_env_fns(target: Any, num_envs: int,
     """
     if isinstance(target, str) and is_registry_id(target):
         return list(env_fns_for(target, num_envs, config))
-    resolved = resolve_target(target)
+    resolved = resolve_target(target, config=config)
     if not resolved.fresh:
         raise TargetError(resolved.name, "a vector env needs copies, and this is one env instance",
                           "Give a registry id, an env class or a factory function instead.")
@@ -100,7 +100,7 @@ def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int
         num_workers: worker processes of the async env.
         timeout: seconds the async env waits for its workers in each call.
         name: how the target is named in the report.
-        config: the env's config, for a registry id.
+        config: the env's config (see :func:`vector_env_fns`).
 
     Returns:
         A report named ``"<target> --vector N"``: ``episodes`` counts the episodes
@@ -131,7 +131,8 @@ def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int
 
 def check_vector_targets(targets: Sequence[str], num_envs: int, *, seed: int = 0,
                          episodes: int = 20, max_steps: int = 1000,
-                         timeout: Optional[float] = 120.0) -> list[Report]:
+                         timeout: Optional[float] = 120.0,
+                         config: Optional[Mapping[str, Any]] = None) -> list[Report]:
     """Run :func:`check_vector` on each target (``marlhub check --vector N``).
 
     ``episodes`` counts episodes per mode pair, over all copies: each copy plays
@@ -142,7 +143,8 @@ def check_vector_targets(targets: Sequence[str], num_envs: int, *, seed: int = 0
     for target in targets:
         try:
             reports.append(check_vector(target, num_envs, seed=seed, max_steps=max_steps,
-                                        episodes=-(-episodes // num_envs), timeout=timeout))
+                                        episodes=-(-episodes // num_envs), timeout=timeout,
+                                        config=config))
         except Exception as exc:  # the target loaded for the main check, but not as copies
             reports.append(Report(f"{target} --vector {num_envs}", findings=[Finding(
                 ENV_RAISED, "error", f"making a vector env of {num_envs} copies raised "

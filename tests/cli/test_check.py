@@ -22,6 +22,22 @@ def test_reference_envs_pass_and_exit_0(capsys: pytest.CaptureFixture[str]) -> N
     assert lines[-1] == "3 passed, 0 failed"
 
 
+def test_config_goes_to_the_env_the_fresh_process_and_the_vector_env(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report.json"
+    assert main(["check", "traffic", "--config", '{"num_cars": 5}', "--episodes", "3",
+                 "--vector", "2", "--strict", "--json", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "2 passed, 0 failed"
+    assert main(["check", "traffic", "--config", '{"nope": 1}', "-q"]) == 2
+    assert "unknown key 'nope'" in capsys.readouterr().err
+
+
+def test_a_config_that_is_no_json_object_is_a_usage_error(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "traffic", "--config", "[1]"]) == 2
+    assert "--config must be a JSON object" in capsys.readouterr().err
+
+
 def test_a_glob_over_ids_expands(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "r*", "t*", "--episodes", "2", "--quiet"]) == 0
     assert capsys.readouterr().out.strip() == "3 passed, 0 failed"

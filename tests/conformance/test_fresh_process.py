@@ -41,6 +41,21 @@ def test_a_target_the_child_cannot_build_is_skipped_without_a_finding() -> None:
     child.stop()
 
 
+def test_the_child_builds_the_target_with_the_checks_config() -> None:
+    """Else a configured env would differ in the child from the one checked here."""
+    config = {"num_cars": 5, "road_length": 4}
+    here = F.play_first_episode("traffic", 3, 40, {"options": None}, config)
+    child = F.FreshProcess("traffic", seed=3, max_steps=40, reset_kwargs={"options": None},
+                           config=config)
+    try:
+        assert child.result() == here
+    finally:
+        child.stop()
+    assert F.play_first_episode("traffic", 3, 40, {"options": None})["digests"] != here["digests"]
+    with pytest.raises(ValueError, match="does not go into JSON"):
+        F.FreshProcess("traffic", seed=3, max_steps=40, reset_kwargs={}, config={"x": object()})
+
+
 def test_a_hanging_child_ends_itself_within_its_seconds() -> None:
     child = F.FreshProcess(f"{MODULE}:HangsAtStep2", seed=0, max_steps=10,
                            reset_kwargs={"options": None}, seconds=1.0)
