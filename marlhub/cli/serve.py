@@ -47,7 +47,8 @@ def add_serve_command(subparsers: Any) -> argparse.ArgumentParser:
         description="Host worlds of ID for dm_env_rpc clients: marlhub.make('remote/HOST:PORT') "
         "or dm_env_rpc's own. Only ID is ever made; clients name no env. Stop with Ctrl-C.",
     )
-    parser.add_argument("env_id", metavar="ID", help="the registered env id to serve")
+    parser.add_argument("env_id", metavar="ID", help="the env to serve: a registry id, or an env "
+                        "class or factory as package.module:attr or path/to/file.py:attr")
     parser.add_argument("--config", default=None, metavar="JSON",
                         help="the env config as a JSON object")
     parser.add_argument("--host", default="127.0.0.1",

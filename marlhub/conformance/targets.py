@@ -196,7 +196,9 @@ def _load_attr(spec: str) -> Any:
         except Exception as exc:
             raise TargetError(
                 spec, f"importing module {where!r} failed ({type(exc).__name__}: {exc})",
-                "Check the module name and that it is importable from the current directory.",
+                "Check the module name and that Python can import it here (a module in this "
+                "folder: PYTHONPATH=. or `python -m marlhub`; or name the file, "
+                "path/to/file.py:attr).",
             ) from exc
     obj: Any = module
     for part in attr.split("."):

@@ -38,6 +38,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from marlhub.conformance.targets import is_registry_id, resolve_target
 from marlhub.errors import MarlhubWarning
 from marlhub.registry import Registry, default_registry
 
@@ -124,7 +125,9 @@ def serve(env_id: str, config: Optional[Mapping[str, Any]] = None, *, host: str 
     """Serve worlds of ``env_id`` over dm_env_rpc; return the running server.
 
     Args:
-        env_id: the registry id every world is made of.
+        env_id: the registry id every world is made of, or an env class or factory as
+            ``"package.module:attr"`` / ``"path/to/file.py:attr"`` (as ``marlhub check``
+            takes them; a factory that takes a config gets each world's).
         config: the config every world is made with.
         host: the interface to listen on (default 127.0.0.1: this machine only).
         port: the port; 0 picks a free one (see ``RemoteServer.port``).
@@ -140,6 +143,7 @@ def serve(env_id: str, config: Optional[Mapping[str, Any]] = None, *, host: str 
 
     Raises:
         UnknownEnvError, ConfigError, EnvCreationError: ``env_id`` cannot be made.
+        TargetError: a ``module:attr`` that names nothing loadable.
         RemoteRequestError: its spaces or agent ids have no dm_env_rpc form.
         RemoteEnvError: ``host:port`` cannot be bound.
         MissingDependencyError: grpcio or dm-env-rpc is not installed.
@@ -152,9 +156,9 @@ def serve(env_id: str, config: Optional[Mapping[str, Any]] = None, *, host: str 
     from marlhub.adapters.remote.view import DEFAULT_MAX_CONNECTIONS, start_grpc_server
     from marlhub.adapters.remote.world import describe_world
 
-    reg = registry or default_registry()
+    make = _maker(env_id, registry or default_registry())
     settings = dict(config or {})
-    probe = reg.make(env_id, settings)
+    probe = make(settings)
     try:
         describe_world(probe, env_id, settings)
     finally:
@@ -163,7 +167,7 @@ def serve(env_id: str, config: Optional[Mapping[str, Any]] = None, *, host: str 
         warnings.warn(f"marlhub serve listens on {host}, beyond this machine, without a token: "
                       "anyone who reaches the port can create worlds. Pass a token "
                       "(--token or MARLHUB_TOKEN).", MarlhubWarning, stacklevel=2)
-    worlds = WorldHost(lambda c: reg.make(env_id, c), env_id=env_id, config=settings,
+    worlds = WorldHost(make, env_id=env_id, config=settings,
                        allow_config=allow_config, max_worlds=max_worlds or DEFAULT_MAX_WORLDS,
                        step_wait=step_wait or DEFAULT_STEP_WAIT)
     grpc_server, bound = start_grpc_server(
@@ -180,6 +184,15 @@ def serve(env_id: str, config: Optional[Mapping[str, Any]] = None, *, host: str 
         child.start()
         children.append(child)
     return RemoteServer(env_id, host, bound, grpc_server, worlds, children)
+
+
+def _maker(env_id: str, registry: Registry) -> Any:
+    """``config -> env`` for a registry id or a ``module:attr`` target (the operator's choice,
+    made once at start: clients only ever get worlds of it)."""
+    if ":" in env_id and not is_registry_id(env_id):
+        resolve_target(env_id)  # TargetError now, not at the first world
+        return lambda config: resolve_target(env_id, config=config or None).build()
+    return lambda config: registry.make(env_id, config)
 
 
 def _serve_child(env_id: str, config: dict[str, Any], parent: int,

@@ -57,3 +57,28 @@ def test_several_processes_share_the_port() -> None:
         children = server.child_processes
         assert len(children) == 1 and children[0].is_alive()
     assert not children[0].is_alive()
+
+
+def test_a_module_attr_target_is_served_with_each_worlds_config() -> None:
+    """The operator may serve an env class or factory that is in no registry."""
+    from marlhub.conformance import check
+    from marlhub.envs import Traffic
+    from marlhub.errors import TargetError
+
+    with serve("tests.conformance.valid_envs:IntegerAgentIds") as server:
+        from tests.conformance.valid_envs import IntegerAgentIds
+
+        env = connect(server.address)
+        assert env.possible_agents == IntegerAgentIds().possible_agents
+        assert compare_with_local(env, IntegerAgentIds(), episodes=3) == []
+        env.close()
+        report = check(f"remote/{server.address}", episodes=2, against_native=True)
+        [skipped] = report.findings
+        assert skipped.severity == "warning" and "no local twin was made" in skipped.message
+    with serve("marlhub.envs:Traffic", {"num_cars": 3}, allow_config=True) as server:
+        env = connect(server.address, {"road_length": 5})
+        assert compare_with_local(env, Traffic({"num_cars": 3, "road_length": 5}),
+                                  episodes=2) == []
+        env.close()
+    with pytest.raises(TargetError, match="importing module 'no_such_module_xyz' failed"):
+        serve("no_such_module_xyz:Env")

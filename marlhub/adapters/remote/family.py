@@ -153,7 +153,14 @@ class RemoteFamily:
                 return [Finding(EQUIV_TRAJECTORY, "warning", (
                     f"--against-native: remote/{rest} is a plain dm_env_rpc server, which names "
                     "no env marlhub could make locally; the lockstep comparison was skipped."))]
-            local = make_from_id(env_id, remote.env_config)
+            try:
+                local = make_from_id(env_id, remote.env_config)
+            except UnknownEnvError:
+                return [Finding(EQUIV_TRAJECTORY, "warning", (
+                    f"--against-native: remote/{rest} serves {env_id!r}, which is no registry id "
+                    "(a module:attr target of its server), so no local twin was made and the "
+                    f"lockstep comparison was skipped; check {env_id!r} itself where it is "
+                    "importable."))]
             return compare_with_local(remote, local, episodes=episodes, seed=seed,
                                       max_steps=max_steps)
         finally:
