@@ -24,5 +24,10 @@ def test_the_benchmark_prints_both_tables_and_writes_json(tmp_path: Path) -> Non
     assert run.returncode in (0, 1), run.stderr  # 1: the goal missed on a loaded machine
     assert "us added per call" in run.stdout and "calls per second" in run.stdout
     measured = json.loads(out.read_text())
-    assert set(measured["us_per_call"]["kuhn_poker"]) == {"local", "remote", "added", "round trip"}
+    assert set(measured["us_per_call"]["kuhn_poker"]) == {"local", "remote", "added", "round trip",
+                                                          "grpc echo"}
     assert "1 clients, server of 1 process" in measured["calls_per_second"]
+    # The tables the docs' performance page reads: one per case, and the clients'.
+    titles = [table["title"] for table in measured["tables"]]
+    assert titles[0].startswith("kuhn_poker: ") and titles[-1].startswith("kuhn_poker, several")
+    assert measured["machine"]["cpus"] and measured["command"].startswith("python benchmarks/")
