@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from marlhub.conformance.targets import is_registry_id, resolve_target
-from marlhub.errors import MarlhubWarning
+from marlhub.errors import MarlhubWarning, TargetError
 from marlhub.registry import Registry, default_registry
 
 __all__ = ["RemoteServer", "is_loopback", "serve"]
@@ -190,7 +190,9 @@ def _maker(env_id: str, registry: Registry) -> Any:
     """``config -> env`` for a registry id or a ``module:attr`` target (the operator's choice,
     made once at start: clients only ever get worlds of it)."""
     if ":" in env_id and not is_registry_id(env_id):
-        resolve_target(env_id)  # TargetError now, not at the first world
+        if not resolve_target(env_id).fresh:  # and a TargetError now, not at the first world
+            raise TargetError(env_id, "it is one env instance, and every world needs its own env",
+                              "Point at the env's class or at a factory function instead.")
         return lambda config: resolve_target(env_id, config=config or None).build()
     return lambda config: registry.make(env_id, config)
 

@@ -82,3 +82,9 @@ def test_a_module_attr_target_is_served_with_each_worlds_config() -> None:
         env.close()
     with pytest.raises(TargetError, match="importing module 'no_such_module_xyz' failed"):
         serve("no_such_module_xyz:Env")
+    with pytest.raises(TargetError, match="every world needs its own env"):
+        serve("tests.remote.test_server:AN_INSTANCE")
+
+
+#: An env instance as a module:attr target, which a server refuses (its worlds would share it).
+AN_INSTANCE = marlhub.make("rock_paper_scissors")
