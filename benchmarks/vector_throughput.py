@@ -13,6 +13,8 @@ drifts of the machine's speed hit them alike:
   in the ending call as the serial loop does;
 * ``async``: ``marlhub.make_vec(id, N, vectorization_mode="async")`` with
   ``min(N, --workers)`` worker processes;
+* ``async copy=False``: the same returning views of the shared block instead of
+  copies (valid until the next call, as Gymnasium's ``AsyncVectorEnv(copy=False)``);
 * ``supersuit``: SuperSuit's ``concat_vec_envs_v1`` over
   ``pettingzoo_env_to_vec_env_v1`` with ``min(N, --workers)`` processes (only
   PettingZoo parallel envs with one space for all agents and no deaths,
@@ -205,6 +207,14 @@ def run_async(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) ->
         return drive_vector(venv, seconds, seed)
 
 
+def run_async_views(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+    """Async with ``copy=False``: observations are views of the shared block, valid until the
+    next call (as with Gymnasium's ``AsyncVectorEnv(copy=False)``)."""
+    with marlhub.make_vec(spec.env_id, n, spec.config, vectorization_mode="async",
+                          num_workers=min(n, workers), copy=False) as venv:
+        return drive_vector(venv, seconds, seed)
+
+
 def rllib_runner() -> Optional[Callable[..., float]]:
     """RLlib's SyncVectorMultiAgentEnv, or None when Ray is not installed."""
     try:
@@ -297,7 +307,7 @@ def contestants_for(spec: EnvSpec) -> tuple[dict[str, Callable[..., float]], lis
     if native is not None:
         runners["native"] = native
     runners.update({"serial": run_serial, "sync": run_sync, "sync same_step": run_sync_same_step,
-                    "async": run_async})
+                    "async": run_async, "async copy=False": run_async_views})
     for name, factory in (("supersuit", lambda: supersuit_runner(spec)), ("rllib", rllib_runner)):
         runner = factory()
         if runner is not None:
