@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from marlhub.errors import MissingDependencyError
 
-__all__ = ["derives_from", "import_backend", "is_missing"]
+__all__ = ["derives_from", "import_backend", "is_missing", "mixed_into"]
 
 
 def derives_from(obj: Any, bases: Collection[tuple[str, str]]) -> bool:
@@ -43,6 +43,23 @@ def derives_from(obj: Any, bases: Collection[tuple[str, str]]) -> bool:
     if isinstance(obj, type):
         return False
     return any((c.__module__, c.__name__) in bases for c in type(obj).__mro__)
+
+
+def mixed_into(mixin: type, base: type, *, name: str, module: str) -> type:
+    """Return class ``name`` of ``module``: ``mixin`` on a backend's ``base``, imported late.
+
+    For classes that must subclass a backend's class without importing the backend
+    when marlhub is imported; ``module`` resolves ``name`` in its ``__getattr__`` (so
+    instances pickle), and the class has the mixin's docstring.
+
+    Example:
+        >>> class Loud:
+        ...     "Says so."
+        >>> cls = mixed_into(Loud, ValueError, name="LoudError", module="mymodule")
+        >>> [c.__name__ for c in cls.__mro__[:3]], cls.__module__, cls.__doc__
+        (['LoudError', 'Loud', 'ValueError'], 'mymodule', 'Says so.')
+    """
+    return type(name, (mixin, base), {"__module__": module, "__doc__": mixin.__doc__})
 
 
 def is_missing(exc: ImportError, package: str) -> bool:

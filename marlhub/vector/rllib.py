@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Optional
 
-from marlhub.backends import import_backend
+from marlhub.backends import import_backend, mixed_into
 from marlhub.vector.asynchronous import AsyncVectorMultiAgentEnv
 from marlhub.vector.base import VectorMultiAgentEnv, adopt_ray_base
 from marlhub.vector.sync import SyncVectorMultiAgentEnv
@@ -158,10 +158,7 @@ def vector_env_runner_class() -> type:
     """
     base = _ray("ray.rllib.env.multi_agent_env_runner").MultiAgentEnvRunner
     adopt_ray_base()
-    cls = type("VectorEnvRunner", (VectorEnvRunnerMixin, base), {})
-    cls.__module__ = __name__
-    cls.__doc__ = VectorEnvRunnerMixin.__doc__
-    return cls
+    return mixed_into(VectorEnvRunnerMixin, base, name="VectorEnvRunner", module=__name__)
 
 
 def __getattr__(name: str) -> Any:

@@ -18,6 +18,7 @@ import gymnasium as gym
 
 from marlhub.adapters.rllib.guard import EpisodeGuard
 from marlhub.adapters.rllib.masking import MaskLayout, mask_into_infos
+from marlhub.backends import mixed_into
 from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict, ResetResult, StepResult
 from marlhub.wrappers.illegal import IllegalActionWrapper
 
@@ -199,10 +200,7 @@ def hub_rllib_env_class() -> type:
         MultiAgentEnv as RLlibMultiAgentEnv,
     )
 
-    cls = type("HubRLlibEnv", (HubRLlibEnvMixin, RLlibMultiAgentEnv), {})
-    cls.__module__ = __name__
-    cls.__doc__ = HubRLlibEnvMixin.__doc__
-    return cls
+    return mixed_into(HubRLlibEnvMixin, RLlibMultiAgentEnv, name="HubRLlibEnv", module=__name__)
 
 
 def __getattr__(name: str) -> Any:
