@@ -46,6 +46,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -201,17 +202,12 @@ def run_sync_same_step(spec: EnvSpec, n: int, seconds: float, seed: int, workers
         return drive_vector(venv, seconds, seed)
 
 
-def run_async(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+def run_async(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int, *,
+              copy: bool = True) -> float:
+    """``copy=False``: observations are views of the shared block, valid until the next call
+    (as with Gymnasium's ``AsyncVectorEnv(copy=False)``)."""
     with marlhub.make_vec(spec.env_id, n, spec.config, vectorization_mode="async",
-                          num_workers=min(n, workers)) as venv:
-        return drive_vector(venv, seconds, seed)
-
-
-def run_async_views(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
-    """Async with ``copy=False``: observations are views of the shared block, valid until the
-    next call (as with Gymnasium's ``AsyncVectorEnv(copy=False)``)."""
-    with marlhub.make_vec(spec.env_id, n, spec.config, vectorization_mode="async",
-                          num_workers=min(n, workers), copy=False) as venv:
+                          num_workers=min(n, workers), copy=copy) as venv:
         return drive_vector(venv, seconds, seed)
 
 
@@ -307,7 +303,7 @@ def contestants_for(spec: EnvSpec) -> tuple[dict[str, Callable[..., float]], lis
     if native is not None:
         runners["native"] = native
     runners.update({"serial": run_serial, "sync": run_sync, "sync same_step": run_sync_same_step,
-                    "async": run_async, "async copy=False": run_async_views})
+                    "async": run_async, "async copy=False": functools.partial(run_async, copy=False)})
     for name, factory in (("supersuit", lambda: supersuit_runner(spec)), ("rllib", rllib_runner)):
         runner = factory()
         if runner is not None:

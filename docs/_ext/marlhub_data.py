@@ -69,11 +69,6 @@ def measured_line(document: dict[str, Any], escape: Escape) -> str:
         line += "; versions: " + escape(", ".join(f"{k} {v}" for k, v in versions.items() if v))
     if document.get("command"):
         line += f"; command: ``{document['command']}``"
-    again = document.get("remeasured")
-    if again:  # some ids measured again after a fix, merged into the document
-        line += (f". Measured again {escape(again.get('measured', ''))}: "
-                 f"{escape(', '.join(again.get('ids', [])))} ({escape(again.get('why', ''))}); "
-                 f"command: ``{again.get('command', '')}``")
     return line + "."
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from marlhub.envs import RockPaperScissors
 
@@ -82,3 +86,12 @@ def left_of(pids: set[int], seconds: float = 10.0) -> set[int]:
         if not left or time.monotonic() >= deadline:
             return left
         time.sleep(0.05)
+
+
+@pytest.fixture(autouse=True)
+def no_worker_left_behind() -> Iterator[None]:
+    """Autouse where imported: the test leaves no worker process behind."""
+    before = children()
+    yield
+    gc.collect()
+    assert left_of(children() - before) == set()

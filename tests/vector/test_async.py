@@ -11,7 +11,6 @@ import gc
 import os
 import signal
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -31,18 +30,11 @@ from tests.vector.envs import (
     Sleeps,
     children,
     left_of,
+    no_worker_left_behind,  # noqa: F401 (autouse)
 )
 
 #: Seconds any call may wait for the workers in these tests.
 TIMEOUT = 60.0
-
-
-@pytest.fixture(autouse=True)
-def no_worker_left_behind() -> Iterator[None]:
-    before = children()
-    yield
-    gc.collect()
-    assert left_of(children() - before) == set()
 
 
 def _traffic() -> Traffic:

@@ -18,7 +18,7 @@ import marlhub  # noqa: E402
 from marlhub.registry import register_with_ray  # noqa: E402
 from marlhub.vector import AsyncVectorMultiAgentEnv  # noqa: E402
 from marlhub.vector.rllib import VectorEnvRunner  # noqa: E402
-from tests.adapters.rllib.ray_session import by_player  # noqa: E402
+from tests.adapters.rllib.ray_session import assert_both_policies_learned, by_player  # noqa: E402
 from tests.vector.envs import children, left_of  # noqa: E402
 
 
@@ -48,11 +48,7 @@ def test_one_ppo_iteration_samples_from_the_async_vector_env(ray_instance: None)
         result = algo.train()
     finally:
         algo.stop()
-    runners = result["env_runners"]
-    assert runners["num_env_steps_sampled_lifetime"] >= 128
-    assert runners["num_episodes_lifetime"] > 0
-    assert set(runners["module_episode_returns_mean"]) == {"first", "second"}
-    assert set(result["learners"]) >= {"first", "second"}
+    assert_both_policies_learned(result)
     gc.collect()
     assert left_of(workers) == set() and left_of(children() - before) == set()
 

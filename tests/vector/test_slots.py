@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -19,15 +16,7 @@ from marlhub.vector import (
     SyncVectorMultiAgentEnv,
 )
 from tests.conformance.valid_envs import LateJoiners, MasksInInfos
-from tests.vector.envs import children, left_of
-
-
-@pytest.fixture(autouse=True)
-def no_worker_left_behind() -> Iterator[None]:
-    before = children()
-    yield
-    gc.collect()
-    assert left_of(children() - before) == set()
+from tests.vector.envs import no_worker_left_behind  # noqa: F401 (autouse)
 
 
 def _rps_once() -> RockPaperScissors:

@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 from ray.rllib.algorithms.ppo import PPOConfig  # noqa: E402
 
 from marlhub.adapters.rllib import register_with_ray  # noqa: E402
-from tests.adapters.rllib.ray_session import by_player  # noqa: E402
+from tests.adapters.rllib.ray_session import assert_both_policies_learned, by_player  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "rllib_ppo_tic_tac_toe.py"
 
@@ -40,12 +40,7 @@ def test_one_ppo_iteration_on_a_turn_based_env(ray_instance: None) -> None:
         result = algo.train()
     finally:
         algo.stop()
-    runners = result["env_runners"]
-    assert runners["num_env_steps_sampled_lifetime"] >= 128
-    assert runners["num_episodes_lifetime"] > 0
-    # Both players acted and their policies learned from it.
-    assert set(runners["module_episode_returns_mean"]) == {"first", "second"}
-    assert set(result["learners"]) >= {"first", "second"}
+    assert_both_policies_learned(result)
 
 
 def test_example_prints_per_policy_returns(
