@@ -37,7 +37,7 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any, Optional
 
@@ -57,6 +57,7 @@ __all__ = [
     "check_action_dict",
     "check_keys",
     "fast_check",
+    "spaces_hold_masks",
 ]
 
 #: Integer types whose values a Discrete space takes as they are (the fast path).
@@ -208,7 +209,7 @@ class DiscreteCheck:
         except (IndexError, TypeError):
             return False
 
-    def check_all(self, actions: Sequence[Any]) -> bool:
+    def check_all(self, actions: Collection[Any]) -> bool:
         """Return True when every action passes ``check(action, None)``; in C, not per action.
 
         Example:
@@ -291,12 +292,15 @@ def fast_check(space: gym.Space) -> Optional[Check]:
 
 
 def action_masks(actors: Sequence[AgentID], obs: Mapping[AgentID, Any],
-                 infos: Mapping[AgentID, Any]) -> Optional[dict[AgentID, Any]]:
+                 infos: Mapping[AgentID, Any], obs_hold_masks: bool = True
+                 ) -> Optional[dict[AgentID, Any]]:
     """Return ``{actor: raw_action_mask(obs, info)}``, or None when no actor has a mask.
 
     The same look-up as :func:`marlhub.spaces.raw_action_mask`, first asked for all
     agents at once: when no observation is a mapping and no info holds an
     ``"action_mask"`` key, no actor has a mask, found in a few passes of C code.
+    ``obs_hold_masks=False`` says the observations are no mappings (their spaces
+    are arrays or integers, :func:`spaces_hold_masks`), so only the infos are asked.
 
     Example:
         >>> action_masks(["a"], {"a": np.zeros(2)}, {"a": {}}) is None
@@ -304,8 +308,7 @@ def action_masks(actors: Sequence[AgentID], obs: Mapping[AgentID, Any],
         >>> action_masks(["a"], {"a": np.zeros(2)}, {"a": {"action_mask": [1, 0]}})
         {'a': [1, 0]}
     """
-    obs_types = set(map(type, obs.values()))
-    if obs_types <= _NOT_MAPPINGS or _no_mappings(obs_types):
+    if not obs_hold_masks or _no_mappings(set(map(type, obs.values()))):
         if not any(infos.values()):  # every info empty (or None): no mask in any
             return None
         try:
@@ -316,12 +319,31 @@ def action_masks(actors: Sequence[AgentID], obs: Mapping[AgentID, Any],
     return {agent: raw_action_mask(obs.get(agent), infos.get(agent)) for agent in actors}
 
 
+def spaces_hold_masks(spaces: Iterable[gym.Space]) -> bool:
+    """Whether an observation of one of ``spaces`` may be a mapping, and so hold a mask.
+
+    Example:
+        >>> spaces_hold_masks([gym.spaces.Box(0, 1, (2,)), gym.spaces.Discrete(3)])
+        False
+        >>> spaces_hold_masks([gym.spaces.Dict({"action_mask": gym.spaces.MultiBinary(3)})])
+        True
+    """
+    return not all(type(space) in _ARRAY_SPACES for space in spaces)
+
+
+#: Spaces whose observations are arrays or integers, never mappings.
+_ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiBinary,
+                 gym.spaces.MultiDiscrete)
+
+
 #: Types known not to be mappings (an observation of one holds no mask), learnt as met.
 _NOT_MAPPINGS: set[type] = {np.ndarray, int, float, np.float32, np.float64, np.int64}
 
 
 def _no_mappings(types: set[type]) -> bool:
     """Tell whether none of ``types`` is a mapping; remember those that are not."""
+    if types <= _NOT_MAPPINGS:
+        return True
     for kind in types:
         if kind is dict or issubclass(kind, Mapping):
             return False
@@ -403,8 +425,9 @@ class ActionChecker:
             >>> checker.check_dict("Env", {"b": 2, "a": 0}, actors=["a", "b"], possible_agents="ab")
             {'a': 0, 'b': 2}
         """
+        values: Collection[Any]
         if type(action_dict) is dict and list(action_dict) == actors:
-            values = list(action_dict.values())  # keyed by exactly the actors, in order
+            values = action_dict.values()  # keyed by exactly the actors, in order
             in_order = True
         else:
             if type(action_dict) is not dict or action_dict.keys() != set(actors):

@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from marlhub.adapters.pettingzoo.adapter import _PettingZooBase
 from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict, ResetResult, StepResult
-from marlhub.episode.actions import action_masks
+from marlhub.episode.actions import action_masks, spaces_hold_masks
 from marlhub.episode.status import EPISODE_OVER, require_running
 
 __all__ = ["ParallelPettingZooEnv"]
@@ -67,6 +67,10 @@ class ParallelPettingZooEnv(_PettingZooBase):
         # done dicts equal it (in C) has the same agents and none done.
         self._quiet: dict[AgentID, bool] = {}
         self._any_truncated = False
+        # Whether an observation may be a mapping that holds a mask (from the spaces;
+        # agents generated mid-episode may bring any space).
+        self._obs_hold_masks = self._growing_agents or spaces_hold_masks(
+            self.observation_spaces.values())
 
     def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
@@ -103,7 +107,7 @@ class ParallelPettingZooEnv(_PettingZooBase):
                      actors: list[AgentID]) -> None:
         """Remember who acts next, and their masks (None when nobody has one)."""
         self._actors = actors
-        self._masks = action_masks(actors, obs, infos)
+        self._masks = action_masks(actors, obs, infos, self._obs_hold_masks)
         if self._growing_agents:
             for a in actors:
                 self._learn_agent(a)
@@ -116,21 +120,44 @@ class ParallelPettingZooEnv(_PettingZooBase):
     ) -> StepResult:
         """Apply every actor's action at once.
 
-        Each pass over the agents is a pass of C code (dict and set operations)
-        unless an agent ended or an entry needs mending: the adapter's cost per
-        agent stays below the native env's own bookkeeping.
+        The usual step (the native dicts keyed by exactly the actors, in their
+        order, nobody done) is found by comparing lists of the same key objects,
+        which C does without hashing, and costs a few passes of C code over the
+        agents; any other step takes the general path, which mends the entries.
 
         Raises:
             ResetNeededError: before ``reset()`` or after ``__all__``.
             ActionError: an actor without an action, an action for anyone else, or an
                 action outside its space or mask; nothing was applied.
         """
-        require_running(type(self).__name__, self._cannot_step)
+        if self._cannot_step is not None:
+            require_running(type(self).__name__, self._cannot_step)
         actors = self._actors
         # The actions as the native env takes them (a 0-d array becomes an int).
         actions = self._checker.check_dict(self._name, action_dict, actors=actors,
                                            possible_agents=self.possible_agents, masks=self._masks)
         n_obs, n_rewards, n_terms, n_truncs, n_infos = self.par_env.step(actions)
+        keys = list(n_obs)
+        if keys == actors and n_terms == self._quiet and n_truncs == self._quiet \
+                and list(n_rewards) == keys and n_infos and list(n_infos) == keys \
+                and self._someone_live():
+            obs, infos = dict(n_obs), dict(n_infos)
+            terminateds = self._quiet.copy()
+            truncateds = terminateds.copy()
+            terminateds[ALL] = truncateds[ALL] = False
+            self._note_actors(obs, infos, actors)
+            return obs, dict(n_rewards), terminateds, truncateds, infos
+        return self._mended_step(actors, n_obs, n_rewards, n_terms, n_truncs, n_infos)
+
+    def _someone_live(self) -> bool:
+        """Whether an agent of the native env's ``agents`` has not finished."""
+        agents, finished = self.par_env.agents, self._finished
+        return len(agents) > len(finished) or not finished.issuperset(agents)
+
+    def _mended_step(self, actors: list[AgentID], n_obs: Mapping[AgentID, Any],
+                     n_rewards: Mapping[AgentID, Any], n_terms: Mapping[AgentID, Any],
+                     n_truncs: Mapping[AgentID, Any], n_infos: Any) -> StepResult:
+        """The general step: entries of finished agents dropped, missing ones filled in."""
         finished = self._finished
         if finished and not (finished.isdisjoint(n_obs) and finished.isdisjoint(n_rewards)):
             n_obs = {a: o for a, o in n_obs.items() if a not in finished}
@@ -144,7 +171,7 @@ class ParallelPettingZooEnv(_PettingZooBase):
                     rewards[agent] = 0
         n_infos = n_infos or {}
         infos = dict(n_infos) if n_infos.keys() == obs.keys() else self._split_infos(obs, n_infos)
-        if not finished.issuperset(self.par_env.agents):  # someone is still live
+        if self._someone_live():
             terminateds[ALL] = False
             truncateds[ALL] = False
         else:

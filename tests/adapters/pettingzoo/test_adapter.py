@@ -281,6 +281,77 @@ def test_parallel_drops_entries_of_finished_agents_and_names_common_infos() -> N
                                                                                "__common__"}
 
 
+
+class Gates(pettingzoo.ParallelEnv):
+    """Two agents open gates at once; the env reuses its dicts, masks come in the infos.
+
+    Every step reports both agents with the same dict objects, updated in place
+    (the case that takes the adapter's quick path), gate ``t % 3`` is closed to
+    both, and after ``vanish_at`` steps the env drops everyone from ``agents``
+    without a done flag.
+    """
+
+    metadata = {"name": "gates_v0"}
+
+    def __init__(self, vanish_at: int = 99) -> None:
+        self.possible_agents = ["a", "b"]
+        self.vanish_at = vanish_at
+        self.dicts: tuple[dict, ...] = ({}, {}, {}, {}, {})
+
+    def observation_space(self, agent: str) -> gym.Space:
+        return gym.spaces.Box(0.0, 100.0, (1,), np.float32)
+
+    def action_space(self, agent: str) -> gym.Space:
+        return gym.spaces.Discrete(3)
+
+    def _report(self, rewards: float) -> tuple[dict, ...]:
+        obs, rews, terms, truncs, infos = self.dicts
+        mask = np.ones(3, np.int8)
+        mask[self.t % 3] = 0
+        for agent in self.possible_agents:
+            obs[agent] = np.array([self.t], np.float32)
+            rews[agent] = rewards
+            terms[agent] = truncs[agent] = False
+            infos[agent] = {"action_mask": mask}
+        return self.dicts
+
+    def reset(self, seed: Any = None, options: Any = None) -> tuple[dict, dict]:
+        self.t = 0
+        self.agents = list(self.possible_agents)
+        obs, _, _, _, infos = self._report(0.0)
+        return obs, infos
+
+    def step(self, actions: dict) -> tuple[dict, ...]:
+        self.t += 1
+        if self.t >= self.vanish_at:
+            self.agents = []
+        return self._report(float(sum(actions.values())))
+
+
+def test_quiet_steps_copy_the_native_dicts_and_read_masks_from_the_infos() -> None:
+    native = Gates()
+    env = from_pettingzoo(native)
+    obs, infos = env.reset()
+    first = env.step({"a": 1, "b": 2})  # the adapter learns who is quiet
+    second = env.step({"a": 0, "b": 2})  # t=2: gate 2 is closed next
+    assert first[0]["a"].tolist() == [1.0] and second[0]["a"].tolist() == [2.0]
+    assert first[1] == {"a": 3.0, "b": 3.0} and second[1] == {"a": 2.0, "b": 2.0}
+    assert all(mine is not theirs for mine, theirs in zip(second, native.dicts))
+    assert second[2] == second[3] == {"a": False, "b": False, ALL: False}
+    with pytest.raises(ActionError, match=r"action 2 is masked out; legal actions are \[0, 1\]"):
+        env.step({"a": 0, "b": 2})
+    assert native.t == 2  # nothing was applied
+
+
+def test_agents_dropped_without_a_flag_end_the_episode_as_truncated() -> None:
+    env = from_pettingzoo(Gates(vanish_at=3))
+    env.reset()
+    for action in (1, 0):
+        assert not env.step({"a": action, "b": action})[3][ALL]
+    obs, rewards, terms, truncs, infos = env.step({"a": 1, "b": 1})
+    assert truncs[ALL] and not terms[ALL] and env.agents == []
+
+
 # -- errors -----------------------------------------------------------------------
 
 
