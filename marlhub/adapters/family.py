@@ -7,11 +7,14 @@ PettingZoo's registry, ``openspiel/kuhn_poker(players=3)`` through
 ``pyspiel.load_game``, ``gymnasium/CartPole-v1`` through ``gymnasium.make``),
 so nothing is imported until an id of that family is used.
 
-Two methods are optional: ``lockstep(rest, config, *, episodes, seed,
+Three methods are optional: ``lockstep(rest, config, *, episodes, seed,
 max_steps) -> list[Finding]`` compares an env with its native twin (``marlhub
-check --against-native``), and ``known_faults(rest) -> {rule id: reason}``
+check --against-native``), ``known_faults(rest) -> {rule id: reason}``
 names rules the *native* env itself breaks (an upstream bug), whose findings
-the conformance suite then reports as warnings that say so.
+the conformance suite then reports as warnings that say so, and
+``served_id(rest, config) -> id or None`` names the registry id an env of the
+family stands for (a ``remote/`` env: the id its server serves), whose known
+faults are then the env's too.
 
 Families are registered on a :class:`~marlhub.registry.Registry` with
 ``registry.register_family(family)``; the built-in families live beside their

@@ -183,7 +183,9 @@ class CopyBook:
     def _check_list(self, actions: Any) -> None:
         if isinstance(actions, (str, bytes, Mapping)) or not isinstance(actions, Sequence) \
                 or len(actions) != self.num_envs:
-            size = f"{len(actions)} items" if isinstance(actions, Sized) else type(actions).__name__
+            size = (f"{len(actions)} items" if isinstance(actions, Sized)
+                    and not isinstance(actions, (str, bytes, Mapping)) else
+                    f"a {type(actions).__name__}")
             raise ActionError(
                 None, _short(actions),
                 expected=f"a list of {self.num_envs} action dicts, one per copy (got {size})",

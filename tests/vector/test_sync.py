@@ -132,7 +132,8 @@ def _valid(venv: SyncVectorMultiAgentEnv) -> list[dict[Any, Any]]:
 
 @pytest.mark.parametrize(("spoil", "match", "copy_index", "agent"), [
     (lambda acts: acts[:2], "a list of 3 action dicts", None, None),
-    (lambda acts: {"car_0": 1}, "a list of 3 action dicts", None, None),
+    (lambda acts: {"car_0": 1}, r"a list of 3 action dicts.*\(got a dict\)", None, None),
+    (lambda acts: "abc", r"a list of 3 action dicts.*\(got a str\)", None, None),
     (lambda acts: [*acts[:2], {**acts[2], "car_0": 7}], "for 'car_0' in copy 2", 2, "car_0"),
     (lambda acts: [acts[0], {**acts[1], "light": 1, "ghost": 0}, acts[2]], "in copy 1", 1,
      "ghost"),

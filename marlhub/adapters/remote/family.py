@@ -84,21 +84,9 @@ def connect(address: str, config: Optional[Mapping[str, Any]] = None, **options:
         RemoteRequestError: the server refused to create or join a world.
     """
     from marlhub.adapters.remote.adapter import RemoteEnv, read_property
-    from marlhub.adapters.remote.link import (
-        DEFAULT_CONNECT_TIMEOUT,
-        DEFAULT_TIMEOUT,
-        Link,
-    )
     from marlhub.adapters.remote.plain import PlainRemoteEnv
 
-    unknown = sorted(set(options) - set(CONNECT_KEYS))
-    if unknown:
-        raise ConfigError(f"remote/{address}", f"unknown keys {unknown}", unknown=unknown,
-                          accepted=list(CONNECT_KEYS))
-    token = options.get("token") or os.environ.get("MARLHUB_TOKEN") or None
-    timeout = float(options.get("timeout", DEFAULT_TIMEOUT))
-    connect_timeout = float(options.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT))
-    link = Link(address, timeout=timeout, connect_timeout=connect_timeout, token=token)
+    link, token, timeout, connect_timeout = _open_link(address, options)
     try:
         read_property(link, "marlhub.env_id")
     except RemoteRequestError:  # no marlhub on the other side: a plain dm_env_rpc server
@@ -123,6 +111,26 @@ def connect(address: str, config: Optional[Mapping[str, Any]] = None, **options:
                      token=token, world=options.get("world"), link=link)
 
 
+def _open_link(address: str, options: Mapping[str, Any]
+               ) -> tuple[Any, Optional[str], float, float]:
+    """Check ``options`` and open a link to ``address``; return it, the token and the timeouts."""
+    from marlhub.adapters.remote.link import (
+        DEFAULT_CONNECT_TIMEOUT,
+        DEFAULT_TIMEOUT,
+        Link,
+    )
+
+    unknown = sorted(set(options) - set(CONNECT_KEYS))
+    if unknown:
+        raise ConfigError(f"remote/{address}", f"unknown keys {unknown}", unknown=unknown,
+                          accepted=list(CONNECT_KEYS))
+    token = options.get("token") or os.environ.get("MARLHUB_TOKEN") or None
+    timeout = float(options.get("timeout", DEFAULT_TIMEOUT))
+    connect_timeout = float(options.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT))
+    link = Link(address, timeout=timeout, connect_timeout=connect_timeout, token=token)
+    return link, token, timeout, connect_timeout
+
+
 class RemoteFamily:
     """Resolves ``remote/HOST:PORT`` by connecting to that server (see the module docstring)."""
 
@@ -140,6 +148,25 @@ class RemoteFamily:
         options = dict(config or {})
         env_config = options.pop("config", None)
         return connect(address, env_config, **options)
+
+    def served_id(self, rest: str, config: Optional[Mapping[str, Any]] = None) -> Optional[str]:
+        """The id the marlhub server at ``rest`` serves (None: a plain dm_env_rpc server).
+
+        The conformance suite reads it to mark the served env's known faults.
+
+        Raises:
+            RemoteEnvError: no server answered at ``rest``.
+        """
+        from marlhub.adapters.remote.adapter import read_property
+
+        options = {k: v for k, v in (config or {}).items() if k != "config"}
+        link = _open_link(parse_address(rest), options)[0]
+        try:
+            return read_property(link, "marlhub.env_id")
+        except RemoteRequestError:
+            return None
+        finally:
+            link.close()
 
     def lockstep(self, rest: str, config: EnvContext, *, episodes: int = 3,
                  seed: Optional[int] = 0, max_steps: int = 1000) -> list[Finding]:

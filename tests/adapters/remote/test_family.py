@@ -93,3 +93,16 @@ def test_a_missing_extra_is_named() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120).stdout
     assert "needs the 'grpc' package" in out and "pip install 'marlhub[remote]'" in out, out
+
+
+def test_the_served_envs_known_faults_are_marked_through_the_server(served: Any) -> None:
+    pytest.importorskip("pettingzoo")
+    from marlhub.conformance import check
+
+    env_id = "pettingzoo/butterfly/knights_archers_zombies-v11"
+    server = served(env_id)
+    assert RemoteFamily().served_id(server.address) == env_id
+    report = check(f"remote/{server.address}", episodes=2, max_steps=40)
+    assert not report.errors, report.errors
+    marked = [f for f in report.warnings if f.rule == "seed.reproducible"]
+    assert marked and all("Known fault of the native env" in f.message for f in marked)
