@@ -189,10 +189,14 @@ def take(spec: str, *, seed: int, max_steps: int, reset_kwargs: Mapping[str, Any
                         seconds=seconds, config=config)
 
 
-def discard_prefetched() -> None:
-    """End every prefetched child that no check took."""
-    while _PREFETCHED:
-        _PREFETCHED.popitem()[1].stop()
+def discard_prefetched(spec: Optional[str] = None) -> None:
+    """End the prefetched children no check took: every one, or those of ``spec``.
+
+    A target that fails to load never takes its child; ending it when the target is
+    done leaves no exited child unreaped while a long list of targets goes on.
+    """
+    for key in [k for k in _PREFETCHED if spec is None or k[0] == spec]:
+        _PREFETCHED.pop(key).stop()
 
 
 def play_first_episode(spec: str, seed: int, max_steps: int, reset_kwargs: Mapping[str, Any],

@@ -100,6 +100,7 @@ def _run_here(targets: list[str], settings: CheckOptions,
             progress = (None if on_episode is None
                         else lambda done, total, t=target: on_episode(t, done, total))
             outcomes.append(_check_one(target, settings, progress))
+            discard_prefetched(target)  # its child, if the check did not take it
             if on_done:
                 on_done(outcomes[-1], i + 1, len(targets))
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -79,3 +80,19 @@ def test_the_runner_starts_the_next_targets_child_ahead_and_leaves_none_behind()
     assert [o.report.rules_broken() for o in outcomes if o.report] == [
         [], [R.SEED_REPRODUCIBLE], []]
     assert F._PREFETCHED == {}
+
+
+def test_the_child_of_a_target_that_fails_to_load_is_reaped_when_its_turn_ends() -> None:
+    children: list[F.FreshProcess] = []
+    seen_while_next_ran: list[list[str]] = []
+
+    def watch(outcome: Any, done: int, total: int) -> None:
+        children.extend(c for c in F._PREFETCHED.values() if c not in children)
+        seen_while_next_ran.append(sorted(key[0] for key in F._PREFETCHED))
+
+    outcomes = run_targets(["tic_tac_toe", "openspiel/add_noise", "traffic"],
+                           CheckOptions(episodes=1, max_steps=20), on_done=watch)
+    assert outcomes[1].load_error and outcomes[2].report and outcomes[2].report.ok
+    # After add_noise (which never took its child) only traffic's child waits.
+    assert seen_while_next_ran[1] == ["traffic"]
+    assert all(child.process.returncode is not None for child in children)  # all reaped
