@@ -232,6 +232,10 @@ class DiscreteCheck:
         return f"DiscreteCheck(start={self.start}, n={self.n})"
 
 
+#: Boxes of at most this many numbers are checked without numpy (:class:`BoxCheck`).
+_SMALL_BOX = 16
+
+
 class BoxCheck:
     """The quick check of a ``Box`` space: a plain class, so that it pickles.
 
@@ -246,9 +250,13 @@ class BoxCheck:
         >>> check = BoxCheck(space.low, space.high, space.shape, space.dtype)
         >>> check.check(np.zeros(2, np.float32), None), check.check(np.zeros(2), None)
         (True, False)
+        >>> check.check(np.array([0.5, 1.5], np.float32), None)
+        False
+        >>> check.check(np.array([np.nan, 0], np.float32), None)
+        False
     """
 
-    __slots__ = ("low", "high", "shape", "dtype")
+    __slots__ = ("low", "high", "shape", "dtype", "_lows", "_highs")
 
     def __init__(self, low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
                  dtype: Any) -> None:
@@ -256,12 +264,23 @@ class BoxCheck:
         self.high = high
         self.shape = shape
         self.dtype = dtype
+        # Small boxes (most continuous actions) are compared as Python numbers: a few
+        # hundred nanoseconds, where two numpy comparisons cost about two microseconds.
+        small = int(np.prod(shape, dtype=np.int64)) <= _SMALL_BOX
+        self._lows = np.broadcast_to(low, shape).ravel().tolist() if small else None
+        self._highs = np.broadcast_to(high, shape).ravel().tolist() if small else None
 
     def check(self, action: Any, mask: Any) -> bool:
         """Return True when ``action`` is an array of the space's shape and dtype within bounds."""
-        return (type(action) is np.ndarray and action.shape == self.shape
-                and action.dtype == self.dtype and bool((action >= self.low).all())
-                and bool((action <= self.high).all()))
+        if type(action) is not np.ndarray or action.shape != self.shape \
+                or action.dtype != self.dtype:
+            return False
+        lows, highs = self._lows, self._highs
+        if lows is None or highs is None:
+            return bool((action >= self.low).all()) and bool((action <= self.high).all())
+        values = action.tolist() if action.ndim == 1 else action.ravel().tolist()
+        # NaN is neither above a low nor below a high: refused, as by numpy's comparisons.
+        return all(map(operator.le, lows, values)) and all(map(operator.le, values, highs))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return BoxCheck, (self.low, self.high, self.shape, self.dtype)

@@ -73,6 +73,26 @@ def test_the_fast_path_agrees_with_the_full_check(action: Any) -> None:
     assert quick is not None and (not quick(action, None) or full)
 
 
+@pytest.mark.parametrize("space", [
+    gym.spaces.Box(-1.0, 1.0, (1,), np.float32),
+    gym.spaces.Box(np.array([-1.0, 0.0]), np.array([1.0, np.inf]), (2,), np.float64),
+    gym.spaces.Box(0, 9, (2, 3), np.int64),
+    gym.spaces.Box(-2.0, 2.0, (), np.float32),
+    gym.spaces.Box(-1.0, 1.0, (40,), np.float32),  # past the small-box path: numpy's
+], ids=["one", "half-open", "2-d ints", "0-d", "large"])
+def test_the_quick_box_check_agrees_with_gymnasiums_contains(space: gym.Space) -> None:
+    check = BoxCheck(space.low, space.high, space.shape, space.dtype).check
+    rng = np.random.default_rng(0)
+    candidates = [space.sample() for _ in range(20)]
+    for _ in range(60):  # values near and past the bounds, NaN and infinities among them
+        values = rng.choice([-3.0, -2.0, -1.0, -1e-7, 0.0, 0.5, 1.0, 1.0 + 1e-6, 9.0, 10.0,
+                             np.nan, np.inf, -np.inf], size=space.shape)
+        with np.errstate(invalid="ignore"):
+            candidates.append(np.asarray(values).astype(space.dtype))
+    for action in candidates:
+        assert check(action, None) == bool(space.contains(action)), action
+
+
 @pytest.mark.parametrize("space", [DISCRETE, gym.spaces.Discrete(3, start=-1), BOX],
                          ids=["discrete", "discrete from -1", "box"])
 def test_the_quick_checks_pickle_and_check_alike_after(space: gym.Space) -> None:
