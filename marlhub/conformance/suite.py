@@ -13,17 +13,17 @@ from __future__ import annotations
 import copy
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 from marlhub.conformance.calls import EnvTimeout, time_limit
 from marlhub.conformance.driver import Driver
 from marlhub.conformance.interop import check_targets
+from marlhub.conformance.known_faults import mark_known_faults
 from marlhub.conformance.options import DEFAULT_MAX_STEPS, CheckOptions
 from marlhub.conformance.report import Finding, Report
 from marlhub.conformance.targets import resolve_target
 from marlhub.contract import rules
-from marlhub.errors import MarlhubError
 from marlhub.registry import EnvContext, Registry, default_registry
 from marlhub.registry.ids import split_id
 
@@ -107,7 +107,7 @@ def check(
         report = _run_checks(target, resolved, options, registry, name, on_episode)
     report.native_warnings = _distinct(caught)
     reg = registry or default_registry()
-    _mark_known_faults(report, resolved.registry_id, reg, config)
+    mark_known_faults(report, resolved.registry_id, reg, config)
     return report
 
 
@@ -154,41 +154,6 @@ def _spec_of(target: Any, registry: Optional[Registry]) -> Optional[str]:
     if not isinstance(target, str):
         return None
     return target if ":" in target or registry is None else None
-
-
-def _mark_known_faults(report: Report, env_id: Optional[str], registry: Registry,
-                       config: Optional[Mapping[str, Any]] = None) -> None:
-    """Downgrade findings of rules the native env is known to break to warnings that say so."""
-    faults = _known_faults(env_id, registry, config) if report.findings or report.conversions \
-        else {}
-    for finding in report.findings:
-        reason = faults.get(finding.rule)
-        if reason and finding.severity == "error":
-            finding.severity = "warning"
-            finding.message = (
-                f"Known fault of the native env, not of the adapter ({reason}): {finding.message}"
-            )
-    for conversion in report.conversions:  # keyed "target.<api>" in known_faults
-        reason = faults.get(f"target.{conversion.target}")
-        if reason and conversion.status == "fail":
-            conversion.status = "known-fault"
-            conversion.reason = f"known fault of the native env ({reason}): {conversion.reason}"
-
-
-def _known_faults(env_id: Optional[str], registry: Registry,
-                  config: Optional[Mapping[str, Any]]) -> dict[str, str]:
-    """The known faults of the id's family, or of the id a ``remote/`` server serves."""
-    family_name, rest = split_id(env_id) if env_id else (None, "")
-    family = registry.families.get(family_name) if family_name else None
-    served = getattr(family, "served_id", None)
-    if callable(served):
-        try:
-            inner = served(rest, config)
-        except MarlhubError:  # the server went away: nothing is known of it
-            return {}
-        return _known_faults(inner, registry, None) if inner and inner != env_id else {}
-    known = getattr(family, "known_faults", None)
-    return dict(known(rest)) if callable(known) else {}
 
 
 def _lockstep(env_id: Optional[str], options: CheckOptions, registry: Registry) -> list[Finding]:

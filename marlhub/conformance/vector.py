@@ -35,6 +35,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from marlhub.conformance.known_faults import mark_known_faults
 from marlhub.conformance.report import Finding, Report
 from marlhub.conformance.targets import is_registry_id, resolve_target
 from marlhub.contract.compare import why_different
@@ -43,6 +44,7 @@ from marlhub.core import ALL
 from marlhub.episode.play import action_space_getter, random_actions
 from marlhub.episode.status import actors_of, episode_over, flag
 from marlhub.errors import TargetError
+from marlhub.registry import default_registry
 from marlhub.registry.vector import VECTORIZATION_MODES, env_fns_for
 from marlhub.spaces import ActionSampler
 from marlhub.vector import (
@@ -126,6 +128,8 @@ def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int
             report.steps += comparison.steps
             report.episodes += sum(comparison.finished)
     report.seconds = time.perf_counter() - start
+    if isinstance(target, str) and is_registry_id(target):
+        mark_known_faults(report, target, default_registry(), config)
     return report
 
 

@@ -34,7 +34,7 @@ from typing import Any, Callable, Optional
 from marlhub.backends import import_backend
 from marlhub.context import EnvContext
 from marlhub.contract.findings import Finding
-from marlhub.contract.rules import RESET_MID_EPISODE, SEED_REPRODUCIBLE
+from marlhub.contract.rules import RESET_MID_EPISODE, SEED_REPRODUCIBLE, VECTOR_EQUIV
 from marlhub.errors import ConfigError, UnknownEnvError, closest
 
 __all__ = ["PettingZooFamily", "accepted_kwargs", "module_of"]
@@ -109,6 +109,12 @@ KNOWN_FAULTS: dict[str, dict[str, str]] = {
         "resets it, so a second episode on the same instance differs from the first under the "
         "same seed"
         for rule in (SEED_REPRODUCIBLE, RESET_MID_EPISODE)
+    },
+    "classic/hanabi-v5": {
+        VECTOR_EQUIV: "Shimmy's OpenSpiel wrapper under PettingZoo's hanabi draws a new "
+        "random generator from the OS on reset(seed=None), so the episodes after an unseeded "
+        "reset differ between identically seeded instances (a vector env's autoreset, and its "
+        "separate twins, reset without a seed)",
     },
 }
 
