@@ -225,6 +225,7 @@ class Driver:
             if self.reproducible:
                 self.probes.fresh_instance(head)
                 self.probes.mid_episode_reset(head)
+                self.probes.unseeded_reset(head)
         if not self.reset_failed:
             self.probes.resets()
             self.probes.memory()

@@ -11,6 +11,9 @@ Once per target, besides playing its episodes, the driver asks :class:`Probes` t
   and 0-d arrays (``turn.actions_accepted``), on a fresh instance
   (``seed.reproducible``), and after a reset in the middle of it
   (``reset.mid_episode``);
+* after that episode, reset without a seed and play on, here and on a fresh
+  instance: the same seeded past gives the same unseeded episode
+  (``seed.reproducible``; Gymnasium's ``reset(seed=None)`` keeps the generator);
 * replay one seeded episode a few times under tracemalloc
   (``resource.memory_bounded``);
 * compare episode 0 with its replay in a fresh process with another
@@ -30,7 +33,13 @@ from typing import TYPE_CHECKING, Any, Optional
 import gymnasium as gym
 import numpy as np
 
-from marlhub.conformance.calls import EnvTimeout, Malformed, short, unpack_reset
+from marlhub.conformance.calls import (
+    EnvTimeout,
+    Malformed,
+    short,
+    unpack_reset,
+    unpack_step,
+)
 from marlhub.conformance.fresh_process import FreshProcess
 from marlhub.conformance.memory import PROBE_EPISODES, memory_growth
 from marlhub.conformance.trajectories import (
@@ -40,16 +49,20 @@ from marlhub.conformance.trajectories import (
     copy_actions,
     first_difference,
     play_actions,
+    snapshot,
     step_digests,
 )
 from marlhub.contract import rules
 from marlhub.contract.findings import Reproducer
+from marlhub.episode.play import random_actions
+from marlhub.episode.status import actors_of, episode_over
 from marlhub.errors import MarlhubError
+from marlhub.spaces import ActionSampler
 
 if TYPE_CHECKING:
     from marlhub.conformance.driver import Driver
 
-__all__ = ["Probes", "why_not_refused"]
+__all__ = ["UNSEEDED_STEPS", "Probes", "why_not_refused"]
 
 #: Exceptions that, without a word about reset in their message, are crashes from
 #: inside the env rather than a refusal to step.
@@ -57,6 +70,9 @@ _CRASHES = (AttributeError, KeyError, IndexError, TypeError, NameError, ZeroDivi
             RecursionError)
 
 _REFUSE = ("raise an error that says reset() is needed (e.g. marlhub.ResetNeededError)")
+
+#: At most this many steps of the unseeded episode are compared (:meth:`Probes.unseeded_reset`).
+UNSEEDED_STEPS = 100
 
 
 def why_not_refused(env: Any, action: Mapping[Any, Any]) -> Optional[str]:
@@ -278,6 +294,69 @@ class Probes:
                        f"({ref.seed}) and actions then gave different {what} at step {k} "
                        f"({reason}; after a reset at the end vs in the middle; {recipe}). {fix}",
                        episode=ref.episode, step=k)
+
+    def unseeded_reset(self, ref: Recording) -> None:
+        """After ``ref``, reset without a seed and play on, here and on a fresh instance.
+
+        ``reset(seed=None)`` goes on with the generator the seeded reset set
+        (Gymnasium: the PRNG is not reset), so two instances that played the same
+        seeded steps must play the next, unseeded episode alike.
+        """
+        if self.d.make_fresh is None:
+            return
+        try:
+            fresh = self.d.make_fresh()
+        except Exception:
+            return
+        seeded: tuple[list[Snapshot], list[Snapshot]] = ([], [])
+        runs: tuple[list[Snapshot], list[Snapshot]] = ([], [])
+        try:
+            errors = [self._continue_unseeded(ref, env, past, into)
+                      for env, past, into in ((self.d.env, seeded[0], runs[0]),
+                                              (fresh, seeded[1], runs[1]))]
+        finally:
+            _close(fresh)
+        # What raises, and a fresh instance that differs already under the seed, are the
+        # other probes' findings.
+        difference = (None if any(errors) or first_difference(*seeded)
+                      else first_difference(*runs))
+        if difference:
+            k, what, reason = difference
+            self.d.add(rules.SEED_REPRODUCIBLE,
+                       f"after reset(seed={ref.seed}) and the same {len(ref.actions)} steps, "
+                       f"reset() without a seed gave different {what} on two instances at call "
+                       f"{k} of the unseeded episode ({reason}; this instance vs a fresh one). "
+                       "reset(seed=None) must go on with the generator the seeded reset set, "
+                       "not draw a new one from the OS: call super().reset(seed=seed) and draw "
+                       "from self.np_random, or keep your own generator when seed is None.",
+                       episode=ref.episode)
+
+    def _continue_unseeded(self, ref: Recording, env: Any, seeded: list[Snapshot],
+                           into: list[Snapshot]) -> bool:
+        """Play ``ref`` on ``env`` into ``seeded``, then an unseeded episode into ``into``.
+
+        The unseeded episode takes random legal actions. Returns True when the env
+        raised (the recording then stops).
+        """
+        sampler = ActionSampler(0 if ref.seed is None else ref.seed)
+        space_of = self.d.spaces.action_space
+        try:
+            play_actions(env, ref.seed, ref.actions, self.d.reset_kwargs, seeded)
+            obs, infos = unpack_reset(env.reset(**self.d.reset_kwargs))
+            into.append(snapshot(obs, {}, {}, {}))
+            actors = list(obs)
+            for _ in range(min(UNSEEDED_STEPS, self.d.options.max_steps)):
+                actions = random_actions(actors, obs, infos, space_of, sampler)
+                obs, rewards, terminateds, truncateds, infos = unpack_step(env.step(actions))
+                into.append(snapshot(obs, rewards, terminateds, truncateds))
+                if episode_over(terminateds, truncateds):
+                    break
+                actors = actors_of(obs, terminateds, truncateds)
+        except EnvTimeout:
+            raise
+        except Exception:
+            return True
+        return False
 
     def _play(self, ref: Recording, into: list[Snapshot], *, env: Any = None,
               actions: Optional[list[dict[Any, Any]]] = None) -> Optional[str]:

@@ -532,3 +532,24 @@ duel_instance = Duel()
 def make_duel(config: Any) -> Duel:
     """A factory taking a config, for `module:attr` targets that name a factory."""
     return Duel(config)
+
+
+class NoisyDuel(Duel):
+    """Keeps every rule: observes noise drawn from ``self.np_random``, which reset(seed) seeds."""
+
+    def _obs(self, agent: str) -> np.ndarray:
+        return np.array([self.t, self._noise()], np.float32)
+
+    def _noise(self) -> float:
+        return float(self.np_random.integers(0, 100))
+
+
+class ReseedsFromTheOsOnUnseededReset(NoisyDuel):
+    """Rebuilds its generator in every reset: ``default_rng(None)`` draws from the OS."""
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> tuple[dict, dict]:
+        self.rng = np.random.default_rng(seed)  # the bug: no seed, a new generator
+        return super().reset(seed=seed, options=options)
+
+    def _noise(self) -> float:
+        return float(self.rng.integers(0, 100))

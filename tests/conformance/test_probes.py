@@ -56,3 +56,11 @@ def test_resets_without_seed_and_with_options_are_probed_once_each() -> None:
 def test_a_changed_action_dict_is_reported_once_and_replays_use_what_was_sent() -> None:
     [finding] = only(check(B.PadsTheActionDict, episodes=3), R.TURN_ACTION_DICT_UNTOUCHED)
     assert finding.reproducer.actions == [{"a": finding.reproducer.actions[0]["a"]}]
+
+
+def test_an_unseeded_reset_must_go_on_with_the_seeded_generator() -> None:
+    assert check(B.NoisyDuel, episodes=2).ok
+    [finding] = only(check(B.ReseedsFromTheOsOnUnseededReset, episodes=2), R.SEED_REPRODUCIBLE)
+    assert finding.message.startswith("after reset(seed=0) and the same")
+    assert "reset() without a seed gave different" in finding.message
+    assert "not draw a new one from the OS" in finding.message

@@ -111,10 +111,11 @@ KNOWN_FAULTS: dict[str, dict[str, str]] = {
         for rule in (SEED_REPRODUCIBLE, RESET_MID_EPISODE)
     },
     "classic/hanabi-v5": {
-        VECTOR_EQUIV: "Shimmy's OpenSpiel wrapper under PettingZoo's hanabi draws a new "
-        "random generator from the OS on reset(seed=None), so the episodes after an unseeded "
-        "reset differ between identically seeded instances (a vector env's autoreset, and its "
-        "separate twins, reset without a seed)",
+        rule: "Shimmy's OpenSpiel wrapper under PettingZoo's hanabi draws a new random "
+        "generator from the OS on reset(seed=None), so the episodes after an unseeded reset "
+        "differ between identically seeded instances (a vector env's autoreset, and its "
+        "separate twins, reset without a seed)"
+        for rule in (SEED_REPRODUCIBLE, VECTOR_EQUIV)
     },
 }
 
