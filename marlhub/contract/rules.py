@@ -151,7 +151,8 @@ _TABLE: list[tuple[str, Severity, str]] = [
     (INFO_KEYS, "error", "infos keys are obs keys or __common__; values are dicts"),
     (SEED_REPRODUCIBLE, "error",
      "same seed and same actions give identical obs, rewards, done flags and agent order, on "
-     "the same instance, on a fresh one and in a fresh process with another PYTHONHASHSEED"),
+     "the same instance, on a fresh one and in a fresh process with another PYTHONHASHSEED; "
+     "reset() without a seed goes on with the seeded generator"),
     (EPISODE_ENDS, "warning", "an episode reaches __all__ within the step budget"),
     (EPISODE_STEP_AFTER_END, "warning",
      "step after __all__ (the last action dict or {}) or before reset raises a clear error, "
