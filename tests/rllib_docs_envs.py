@@ -70,7 +70,9 @@ def tic_tac_toe_class(base: type = MultiAgentEnv, *, seeded_start: bool = False)
 
         def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> Any:
             self.board = [0] * 9
-            rng = np.random.default_rng(seed) if seeded_start else np.random
+            if seeded_start and (seed is not None or not hasattr(self, "rng")):
+                self.rng = np.random.default_rng(seed)  # without a seed, it goes on
+            rng = self.rng if seeded_start else np.random
             self.current_player = str(rng.choice(["player1", "player2"]))
             return {self.current_player: np.array(self.board, np.float32)}, {}
 

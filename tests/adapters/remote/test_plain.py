@@ -63,7 +63,8 @@ class Walk(dm_env_rpc_pb2_grpc.EnvironmentServicer):
                                                               message="only 'seed' is a setting"))
                     yield response
                     continue
-                rng = np.random.default_rng(settings.get("seed"))
+                if "seed" in settings:  # without one, the generator goes on
+                    rng = np.random.default_rng(settings["seed"])
                 position, steps, fresh = float(rng.integers(-3, 4)), 0, True
                 response.reset.specs.CopyFrom(_specs())
             elif kind == "step":
