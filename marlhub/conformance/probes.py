@@ -138,16 +138,23 @@ class Probes:
     def __init__(self, driver: Driver) -> None:
         self.d = driver
 
+    def _fresh_env(self) -> Any:
+        """A newly built instance, or None (a given instance, or building raised: the main
+        check reports what building the env does)."""
+        if self.d.make_fresh is None:
+            return None
+        try:
+            return self.d.make_fresh()
+        except Exception:
+            return None
+
     # -- step where there is no episode ---------------------------------------------------
 
     def step_before_reset(self) -> None:
         """Build a fresh instance and step it with ``{}`` before any reset."""
-        if self.d.make_fresh is None:
+        fresh = self._fresh_env()
+        if fresh is None:
             return
-        try:
-            fresh = self.d.make_fresh()
-        except Exception:
-            return  # the main check reports what building the env does
         problem = why_not_refused(fresh, {})
         _close(fresh)
         if problem:
@@ -238,11 +245,8 @@ class Probes:
 
     def fresh_instance(self, ref: Recording) -> None:
         """Replay ``ref`` on a newly built instance."""
-        if self.d.make_fresh is None:
-            return
-        try:
-            env = self.d.make_fresh()
-        except Exception:
+        env = self._fresh_env()
+        if env is None:
             return
         into: list[Snapshot] = []
         try:
@@ -302,11 +306,8 @@ class Probes:
         (Gymnasium: the PRNG is not reset), so two instances that played the same
         seeded steps must play the next, unseeded episode alike.
         """
-        if self.d.make_fresh is None:
-            return
-        try:
-            fresh = self.d.make_fresh()
-        except Exception:
+        fresh = self._fresh_env()
+        if fresh is None:
             return
         seeded: tuple[list[Snapshot], list[Snapshot]] = ([], [])
         runs: tuple[list[Snapshot], list[Snapshot]] = ([], [])
