@@ -141,11 +141,7 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
             raise
         self._shared = SharedObs(layout, buffer, copy) if layout is not None else None
         self.envs = [RemoteCopy(i, w, d) for w, d, i in _numbered(self._pool.ranges, descriptions)]
-        first = descriptions[0][0]
-        self.metadata = {**first["metadata"], "autoreset_mode": self.autoreset_mode}
-        self.render_mode = first["render_mode"]
-        self._set_spaces(first["possible_agents"], first["observation_spaces"],
-                         first["action_spaces"])
+        self._adopt_description(descriptions[0][0])
         self._book = CopyBook(self.name(), self.num_envs, self.autoreset_mode,
                               [c.possible_agents for c in self.envs],
                               [c.get_action_space for c in self.envs],

@@ -170,9 +170,14 @@ class VectorMultiAgentEnv(_WithoutRay):
     observation_space: Optional[gym.Space] = None
     action_space: Optional[gym.Space] = None
 
-    def _set_spaces(self, possible_agents: Sequence[AgentID],
-                    observation_spaces: Mapping[AgentID, gym.Space],
-                    action_spaces: Mapping[AgentID, gym.Space]) -> None:
+    def _adopt_description(self, first: Mapping[str, Any]) -> None:
+        """Take metadata, render mode and single spaces from the first copy's description
+        (:func:`~marlhub.vector.copies.describe_env`)."""
+        self.metadata = {**first["metadata"], "autoreset_mode": self.autoreset_mode}
+        self.render_mode = first["render_mode"]
+        possible_agents = first["possible_agents"]
+        observation_spaces = first["observation_spaces"]
+        action_spaces = first["action_spaces"]
         self.single_observation_spaces = {a: observation_spaces[a] for a in possible_agents}
         self.single_action_spaces = {a: action_spaces[a] for a in possible_agents}
         # Agent ids are any hashable; gymnasium's annotation says str.

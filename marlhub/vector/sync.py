@@ -79,11 +79,7 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
                 env.close()
             raise
         self._copies = [EnvCopy(env, self.autoreset_mode) for env in self.envs]
-        first = describe_env(self.envs[0])
-        self.metadata = {**first["metadata"], "autoreset_mode": self.autoreset_mode}
-        self.render_mode = first["render_mode"]
-        self._set_spaces(first["possible_agents"], first["observation_spaces"],
-                         first["action_spaces"])
+        self._adopt_description(describe_env(self.envs[0]))
         self._book = CopyBook(self.name(), self.num_envs, self.autoreset_mode,
                               [env.possible_agents for env in self.envs],
                               [action_space_getter(env) for env in self.envs],
