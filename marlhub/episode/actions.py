@@ -216,8 +216,13 @@ class DiscreteCheck:
             >>> DiscreteCheck(0, 3).check_all([0, 2, np.int64(1)]), DiscreteCheck(0, 3).check_all([3])
             (True, False)
         """
-        if not actions or not set(map(type, actions)) <= _INT_TYPES:
+        if not actions:
             return False
+        kind = type(next(iter(actions)))
+        # One pass when every action has the first one's type (the usual case), else a set.
+        if kind not in _INT_TYPES or operator.countOf(map(type, actions), kind) != len(actions):
+            if not set(map(type, actions)) <= _INT_TYPES:
+                return False
         if self.n > _SMALL_SPACE:
             return self.start <= min(actions) and max(actions) < self.start + self.n
         legal = self._legal
@@ -395,6 +400,8 @@ class ActionChecker:
         self._discrete: dict[tuple[int, int], DiscreteCheck] = {}
         self._shared: Optional[DiscreteCheck] = None
         self._shared_agents: frozenset[AgentID] = frozenset()
+        # The last actors list found inside _shared_agents (recognised by identity).
+        self._shared_for: Optional[list[AgentID]] = None
 
     def forget(self) -> None:
         """Drop the quick checks (after the agents' spaces changed)."""
@@ -402,6 +409,7 @@ class ActionChecker:
         self._discrete = {}
         self._shared = None
         self._shared_agents = frozenset()
+        self._shared_for = None
 
     def _quick(self, agent: AgentID) -> Optional[Check]:
         fast = fast_check(self._space_of(agent))
@@ -432,8 +440,10 @@ class ActionChecker:
         The whole dict is checked before anything is returned. In the common case
         (a dict in the actors' order, the actors sharing one Discrete space, no
         masks: ``masks`` None, see :func:`action_masks`) every pass over the agents
-        is C code; otherwise the keys go through :func:`check_keys` and each
-        action through :meth:`check`.
+        is C code and ``action_dict`` itself comes back; otherwise the keys go
+        through :func:`check_keys` and each action through :meth:`check`. A list of
+        ``actors`` seen before is recognised by identity, so pass a new list when
+        the actors change, never the same list changed in place.
 
         Raises:
             ActionError: the first problem: a missing or foreign key, then the first
@@ -458,10 +468,12 @@ class ActionChecker:
             return {agent: check(agent, value, masks.get(agent))
                     for agent, value in zip(actors, values)}
         shared = self._shared
-        if shared is None or not self._shared_agents.issuperset(actors):
-            shared = self._shared_check(actors)
+        if actors is not self._shared_for:
+            if shared is None or not self._shared_agents.issuperset(actors):
+                shared = self._shared_check(actors)
+            self._shared_for = actors if shared is not None else None
         if shared is not None and shared.check_all(values):
-            return dict(action_dict) if in_order else dict(zip(actors, values))
+            return action_dict if in_order else dict(zip(actors, values))
         return {agent: check(agent, value) for agent, value in zip(actors, values)}
 
     def _shared_check(self, actors: list[AgentID]) -> Optional[DiscreteCheck]:

@@ -121,6 +121,30 @@ def test_an_action_checker_pickles_with_its_quick_checks() -> None:
         copied.check("c", np.array([0, 2], np.int8))
 
 
+@pytest.mark.parametrize("actions, legal", [
+    ([0, 1, 2], True), ([np.int64(0), np.int64(2)], True), ([0, np.int64(2), np.int8(1)], True),
+    ([np.int64(2), 0], True), ([0, True], False), ([True, 0], False), ([0, 1.0], False),
+    ([np.int64(1), 1.0], False), ([0, 3], False), ([np.int64(3), 0], False), ([], False)])
+def test_check_all_agrees_with_one_check_per_action(actions: list[Any], legal: bool) -> None:
+    check = DiscreteCheck(0, 3)
+    assert check.check_all(actions) is legal
+    assert all(check.check(a, None) for a in actions) is legal or not actions
+
+
+def test_check_dict_checks_each_new_actors_list_against_its_own_spaces() -> None:
+    spaces = {"a": DISCRETE, "c": gym.spaces.Discrete(5), "d": gym.spaces.Discrete(5)}
+    checker = ActionChecker(spaces.__getitem__)
+    wide = ["c", "d"]
+    actions = {"c": 4, "d": 0}
+    assert checker.check_dict("E", actions, actors=wide, possible_agents="acd") == actions
+    # Once the checks are learnt, the list is recognised and the dict comes back itself.
+    assert checker.check_dict("E", actions, actors=wide, possible_agents="acd") is actions
+    with pytest.raises(ActionError, match="'a'.*Discrete\\(3\\)"):  # not Discrete(5)'s check
+        checker.check_dict("E", {"a": 4, "d": 0}, actors=["a", "d"], possible_agents="acd")
+    assert checker.check_dict("E", {"a": 2, "d": 4}, actors=["a", "d"], possible_agents="acd") \
+        == {"a": 2, "d": 4}
+
+
 def test_a_whole_dict_is_checked_before_anything_and_hints_differ() -> None:
     spaces = {"a": DISCRETE, "b": DISCRETE}
     kwargs: dict[str, Any] = dict(actors=["a"], possible_agents=["a", "b"],

@@ -287,15 +287,16 @@ class Gates(pettingzoo.ParallelEnv):
 
     Every step reports both agents with the same dict objects, updated in place
     (the case that takes the adapter's quick path), gate ``t % 3`` is closed to
-    both, and after ``vanish_at`` steps the env drops everyone from ``agents``
-    without a done flag.
+    both (until ``masks_until`` steps, then no info holds a mask), and after
+    ``vanish_at`` steps the env drops everyone from ``agents`` without a done flag.
     """
 
     metadata = {"name": "gates_v0"}
 
-    def __init__(self, vanish_at: int = 99) -> None:
+    def __init__(self, vanish_at: int = 99, masks_until: int = 99) -> None:
         self.possible_agents = ["a", "b"]
         self.vanish_at = vanish_at
+        self.masks_until = masks_until
         self.dicts: tuple[dict, ...] = ({}, {}, {}, {}, {})
 
     def observation_space(self, agent: str) -> gym.Space:
@@ -312,7 +313,7 @@ class Gates(pettingzoo.ParallelEnv):
             obs[agent] = np.array([self.t], np.float32)
             rews[agent] = rewards
             terms[agent] = truncs[agent] = False
-            infos[agent] = {"action_mask": mask}
+            infos[agent] = {"action_mask": mask} if self.t < self.masks_until else {}
         return self.dicts
 
     def reset(self, seed: Any = None, options: Any = None) -> tuple[dict, dict]:
@@ -341,6 +342,15 @@ def test_quiet_steps_copy_the_native_dicts_and_read_masks_from_the_infos() -> No
     with pytest.raises(ActionError, match=r"action 2 is masked out; legal actions are \[0, 1\]"):
         env.step({"a": 0, "b": 2})
     assert native.t == 2  # nothing was applied
+
+
+def test_a_mask_that_leaves_the_infos_binds_no_more() -> None:
+    env = from_pettingzoo(Gates(masks_until=2))
+    env.reset()
+    env.step({"a": 1, "b": 2})
+    env.step({"a": 0, "b": 2})  # t=1 masked gate 1; from t=2 on the infos are empty
+    obs, rewards, *_ = env.step({"a": 1, "b": 1})
+    assert rewards == {"a": 2.0, "b": 2.0}
 
 
 def test_agents_dropped_without_a_flag_end_the_episode_as_truncated() -> None:
