@@ -31,7 +31,7 @@ from marlhub.vector.base import (
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import build_copy, check_env_fns, describe_env
 from marlhub.vector.processes import CLOSE_SECONDS, WorkerPool, default_num_workers
-from marlhub.vector.shared import ObsLayout, SharedObs
+from marlhub.vector.shared import LENT_BLOCKS, ObsLayout, SharedObs
 
 __all__ = ["AsyncVectorMultiAgentEnv", "RemoteCopy"]
 
@@ -99,8 +99,10 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
             most ``num_envs``).
         shared_memory: send fixed-size observations through shared memory (needs the
             observation spaces: the first env_fn is called once here to read them).
-        copy: return copies of shared-memory observations (else views, valid until
-            the next call).
+        copy: return shared-memory observations the caller may keep (the default): views
+            of one of three blocks, which no later call writes into while any view of it
+            is alive, or copies when all are held. False: views valid until the next
+            call, in one block.
         context: the ``multiprocessing`` start method (``"fork"``, ``"spawn"``,
             ``"forkserver"``); None for the platform's default.
         daemon: start the workers as daemons (they cannot start processes then).
@@ -131,15 +133,16 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         self._failure: Optional[str] = None
         self._mask: Any = None
         ctx = multiprocessing.get_context(context)
-        layout, buffer = self._shared_block(ctx) if shared_memory else (None, None)
-        self._pool = WorkerPool(self.env_fns, self.num_workers, ctx, buffer, layout,
+        layout, buffers = self._shared_blocks(ctx) if shared_memory else (None, None)
+        self._pool = WorkerPool(self.env_fns, self.num_workers, ctx, buffers, layout,
                                 self.autoreset_mode, daemon)
         try:
             descriptions = self._ready()
         except BaseException:
             self._pool.close(terminate=True)
             raise
-        self._shared = SharedObs(layout, buffer, copy) if layout is not None else None
+        self._shared = SharedObs(layout, buffers, copy) if layout and buffers else None
+        self._block = 0  # the block the call under way writes into
         self.envs = [RemoteCopy(i, w, d) for w, d, i in _numbered(self._pool.ranges, descriptions)]
         self._adopt_description(descriptions[0][0])
         self._book = CopyBook(self.name(), self.num_envs, self.autoreset_mode,
@@ -148,8 +151,8 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
                               [check_masks and c.masks_binding for c in self.envs])
         self.closed = False
 
-    def _shared_block(self, ctx: Any) -> tuple[Optional[ObsLayout], Any]:
-        """Lay out the shared block from the first copy's observation spaces (made here once)."""
+    def _shared_blocks(self, ctx: Any) -> tuple[Optional[ObsLayout], Optional[list[Any]]]:
+        """Lay out the shared blocks from the first copy's observation spaces (made here once)."""
         probe = build_copy(self.env_fns[0], 0)
         try:
             spaces = describe_env(probe)["observation_spaces"]
@@ -158,7 +161,8 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         layout = ObsLayout(spaces, self.num_envs)
         if not layout.agents:
             return None, None
-        return layout, ctx.RawArray("B", layout.nbytes)
+        count = 1 + (LENT_BLOCKS if self.copy else 0)
+        return layout, [ctx.RawArray("B", layout.nbytes) for _ in range(count)]
 
     def _ready(self) -> list[list[dict[str, Any]]]:
         replies = self._pool.receive("start-up (building the envs)", self.timeout)
@@ -188,7 +192,8 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         self._mask = mask
         per_copy = [(seeds[i], rest) if mask is None or mask[i] else None
                     for i in range(self.num_envs)]
-        self._pool.send([("reset", per_copy[r.start:r.stop]) for r in self._pool.ranges])
+        block = self._block = self._shared.next_block() if self._shared is not None else 0
+        self._pool.send([("reset", (block, per_copy[r.start:r.stop])) for r in self._pool.ranges])
         self._pending = "reset"
 
     def reset_wait(self, timeout: Optional[float] = None) -> tuple[list[Any], list[Any]]:
@@ -200,7 +205,8 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
             if payload is None:
                 ob, info = self._book.kept_by_masked_reset(i)
             else:
-                ob = self._shared.read(i, payload[0]) if self._shared is not None else payload[0]
+                ob = (self._shared.read(i, payload[0], self._block) if self._shared is not None
+                      else payload[0])
                 info = payload[1]
             obs.append(ob)
             infos.append(info)
@@ -225,17 +231,19 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         """Check the action list and send it to the workers; :meth:`step_wait` returns the results."""
         self._check_idle()
         self._book.check_actions(actions)
-        self._pool.send([("step", list(actions[r.start:r.stop])) for r in self._pool.ranges])
+        block = self._block = self._shared.next_block() if self._shared is not None else 0
+        self._pool.send([("step", (block, list(actions[r.start:r.stop])))
+                         for r in self._pool.ranges])
         self._pending = "step"
 
     def step_wait(self, timeout: Optional[float] = None) -> tuple[list[Any], ...]:
         """Wait for the step sent by :meth:`step_async`; return the five per-copy lists."""
         payloads = self._collect("step", timeout)
-        shared = self._shared
+        shared, block = self._shared, self._block
         results = []
         overs = []
         for i, (sent, rewards, terminateds, truncateds, infos, over) in enumerate(payloads):
-            obs = shared.read(i, sent) if shared is not None else sent
+            obs = shared.read(i, sent, block) if shared is not None else sent
             results.append((obs, rewards, terminateds, truncateds, infos))
             overs.append(over)
         self._book.record_step(results, overs)

@@ -81,8 +81,8 @@ class WorkerPool:
         env_fns: one function per copy, sent to the workers cloudpickled.
         num_workers: how many processes.
         context: a ``multiprocessing`` context.
-        buffer: the shared block of observations, or None.
-        layout: its layout, or None.
+        buffers: the shared blocks of observations, or None.
+        layout: their layout, or None.
         autoreset_mode: the vector env's autoreset mode.
         daemon: whether the processes are daemonic (they cannot start processes of
             their own then).
@@ -92,8 +92,8 @@ class WorkerPool:
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], Any]], num_workers: int, context: Any,
-                 buffer: Any, layout: Optional[ObsLayout], autoreset_mode: str,
-                 daemon: bool = True) -> None:
+                 buffers: Optional[list[Any]], layout: Optional[ObsLayout],
+                 autoreset_mode: str, daemon: bool = True) -> None:
         self.ranges = split_copies(len(env_fns), num_workers)
         self.processes: list[Any] = []
         self.conns: list[Connection] = []
@@ -103,7 +103,7 @@ class WorkerPool:
             blob = cloudpickle.dumps([env_fns[i] for i in copies])
             process = context.Process(
                 target=worker_main, name=f"marlhub-vector-worker-{w}", daemon=daemon,
-                args=(w, copies.start, blob, child_end, buffer, layout, autoreset_mode,
+                args=(w, copies.start, blob, child_end, buffers, layout, autoreset_mode,
                       os.getpid()))
             self.processes.append(process)
             self.conns.append(parent_end)

@@ -1,12 +1,14 @@
 """Observations through shared memory: a slot per copy and agent for every fixed-size space.
 
-An async vector env's workers write each agent's observation into one block
+An async vector env's workers write each agent's observation into a block
 of shared memory, when its space has a fixed shape and dtype (``Box``,
 ``MultiBinary``, ``MultiDiscrete``, or a ``Dict`` of them, such as
 OpenSpiel's ``observation`` + ``action_mask``), and send only the agent ids
-through the pipe; the parent reads them back. Anything else (a ``Discrete``
-int, text, an observation whose array does not match its space exactly)
-travels pickled, so what the parent returns is always what the env returned.
+through the pipe; the parent reads them back: as copies, as views it lends
+out (kept safe from later writes while they live), or as views valid until
+the next call (:class:`SharedObs`). Anything else (a ``Discrete`` int, text,
+an observation whose array does not match its space exactly) travels
+pickled, so what the parent returns is always what the env returned.
 
 Example:
     >>> import gymnasium as gym, numpy as np
@@ -14,7 +16,7 @@ Example:
     ...                     "b": gym.spaces.Discrete(3)}, num_copies=2)
     >>> layout.agents, layout.nbytes
     (['a'], 128)
-    >>> memory = SharedObs(layout, bytearray(layout.nbytes))
+    >>> memory = SharedObs(layout, [bytearray(layout.nbytes)])
     >>> sent = memory.write(1, {"b": 2, "a": np.ones(2, np.float32)})
     >>> sent
     (['b', 'a'], {'b': 2}, {})
@@ -24,7 +26,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union, cast
 
 import gymnasium as gym
@@ -32,10 +35,14 @@ import numpy as np
 
 from marlhub.core import AgentID
 
-__all__ = ["ALIGN", "ObsLayout", "SharedObs", "array_leaves"]
+__all__ = ["ALIGN", "LENT_BLOCKS", "ObsLayout", "SharedObs", "array_leaves"]
 
 #: Every slot starts at a multiple of this many bytes.
 ALIGN = 64
+
+#: Blocks lent out as views besides block 0 (copied out of), when reads must be kept:
+#: two let a loop that holds the last call's observations take views every call.
+LENT_BLOCKS = 2
 
 #: One array of a slot: (key in a Dict observation or None, shape, dtype).
 Leaf = tuple[Optional[str], tuple[int, ...], np.dtype]
@@ -101,23 +108,13 @@ class ObsLayout:
         self.nbytes = offset
 
 
-class SharedObs:
-    """Write (in a worker) and read (in the parent) observations in a shared block.
+class _Block:
+    """One block of shared memory: the views of every copy's and agent's slot in it."""
 
-    A ``Dict`` observation whose keys come in another order than its space's
-    (gymnasium sorts them) is read back in the env's order.
+    __slots__ = ("memory", "views", "idle_refs")
 
-    Args:
-        layout: the block's :class:`ObsLayout`.
-        buffer: the block (anything with the buffer protocol, e.g. a ``RawArray``).
-        copy: whether :meth:`read` returns copies (True) or views into the block,
-            valid until the next write.
-    """
-
-    def __init__(self, layout: ObsLayout, buffer: Any, copy: bool = True) -> None:
-        self.layout = layout
-        self.copy = copy
-        memory = np.frombuffer(buffer, dtype=np.uint8, count=layout.nbytes)
+    def __init__(self, layout: ObsLayout, buffer: Any) -> None:
+        self.memory = np.frombuffer(buffer, dtype=np.uint8, count=layout.nbytes)
         # One view per copy, agent and array, made once: an array, or key -> array.
         self.views: list[dict[AgentID, Union[np.ndarray, dict[str, np.ndarray]]]] = []
         for copy_index in range(layout.num_copies):
@@ -127,13 +124,68 @@ class SharedObs:
                 for key, shape, dtype in leaves:
                     start = layout.offsets[(copy_index, agent, key)]
                     size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-                    arrays[key] = memory[start:start + size].view(dtype).reshape(shape)
+                    arrays[key] = self.memory[start:start + size].view(dtype).reshape(shape)
                 per_agent[agent] = arrays[None] if None in arrays else cast(Any, arrays)
             self.views.append(per_agent)
+        # Every view of the block refers to ``memory`` (numpy's base): with no view
+        # but our own alive, its count is this.
+        self.idle_refs = self._refs()
 
-    def write(self, copy_index: int, obs: Mapping[AgentID, Any]) -> Sent:
+    def _refs(self) -> int:
+        return sys.getrefcount(self.memory)
+
+    def idle(self) -> bool:
+        """Whether no view of this block is alive but the block's own."""
+        return self._refs() == self.idle_refs
+
+
+class SharedObs:
+    """Write (in a worker) and read (in the parent) observations in shared blocks.
+
+    With one block, :meth:`read` returns copies or, with ``copy=False``, views
+    valid until the next write. With more (the async vector env's ``copy=True``),
+    reads from block 0 are copies and reads from the others are lent: views the
+    caller may keep, as safe as copies, because :meth:`next_block` sends no write
+    to a block while a view of it is alive anywhere (numpy's views all refer to
+    the block's array, so its reference count tells).
+
+    A ``Dict`` observation whose keys come in another order than its space's
+    (gymnasium sorts them) is read back in the env's order.
+
+    Args:
+        layout: the blocks' :class:`ObsLayout`.
+        buffers: the blocks (each anything with the buffer protocol, e.g. a ``RawArray``).
+        copy: whether :meth:`read` returns arrays the caller may keep (True) or views
+            into the block, valid until the next write.
+
+    Example:
+        >>> layout = ObsLayout({"a": gym.spaces.Box(0, 1, (2,), np.float32)}, num_copies=1)
+        >>> memory = SharedObs(layout, [bytearray(layout.nbytes) for _ in range(3)])
+        >>> block = memory.next_block()
+        >>> kept = memory.read(0, memory.write(0, {"a": np.ones(2, np.float32)}, block), block)
+        >>> memory.next_block() != block  # block is lent while ``kept`` holds a view of it
+        True
+        >>> del kept
+        >>> memory.next_block() == block
+        True
+    """
+
+    def __init__(self, layout: ObsLayout, buffers: Sequence[Any], copy: bool = True) -> None:
+        self.layout = layout
+        self.copy = copy
+        self.blocks = [_Block(layout, buffer) for buffer in buffers]
+
+    def next_block(self) -> int:
+        """Return the block the next call writes into: a lent one no view holds, else 0."""
+        blocks = self.blocks
+        for index in range(1, len(blocks)):
+            if blocks[index].idle():
+                return index
+        return 0
+
+    def write(self, copy_index: int, obs: Mapping[AgentID, Any], block: int = 0) -> Sent:
         """Write the observations that fit their slots; return what still has to be sent."""
-        views = self.views[copy_index]
+        views = self.blocks[block].views[copy_index]
         inline: dict[AgentID, Any] = {}
         orders: dict[AgentID, tuple[str, ...]] = {}
         shared = False
@@ -157,13 +209,14 @@ class SharedObs:
             return dict(obs)
         return list(obs), inline, orders
 
-    def read(self, copy_index: int, sent: Sent) -> dict[AgentID, Any]:
-        """Return the obs dict a worker wrote for ``copy_index`` (``sent`` is what it sent)."""
+    def read(self, copy_index: int, sent: Sent, block: int = 0) -> dict[AgentID, Any]:
+        """Return the obs dict a worker wrote for ``copy_index`` into ``block`` (``sent``: what it sent)."""
         if isinstance(sent, dict):
             return sent
         order, inline, orders = sent
-        views = self.views[copy_index]
-        copy = self.copy
+        views = self.blocks[block].views[copy_index]
+        # A copy, a new view (lent: it keeps the block from being written), or our own view.
+        take = (None if not self.copy else np.ndarray.copy if block == 0 else np.ndarray.view)
         obs: dict[AgentID, Any] = {}
         for agent in order:
             if agent in inline:
@@ -171,10 +224,10 @@ class SharedObs:
                 continue
             slot = views[agent]
             if isinstance(slot, np.ndarray):
-                obs[agent] = slot.copy() if copy else slot
+                obs[agent] = slot if take is None else take(slot)
             else:
                 keys = orders.get(agent) or slot
-                obs[agent] = {key: slot[key].copy() if copy else slot[key] for key in keys}
+                obs[agent] = {key: slot[key] if take is None else take(slot[key]) for key in keys}
         return obs
 
 

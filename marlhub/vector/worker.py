@@ -3,14 +3,15 @@
 :func:`worker_main` runs in each worker. It builds its copies from their
 env_fns (cloudpickled by the parent), sends their descriptions
 (:func:`~marlhub.vector.copies.describe_env`), then answers one request at a
-time until told to close: ``("reset", [(seed, options) or None per copy])``,
-``("step", [action dict per copy])``, ``("call", (name, args, kwargs))``,
+time until told to close: ``("reset", (block, [(seed, options) or None per copy]))``,
+``("step", (block, [action dict per copy]))``, ``("call", (name, args, kwargs))``,
 ``("setattr", (name, [value per copy]))``, ``("close", None)``. Each answer is
 ``("ok", [one result per copy])`` (a step's result: the 5-tuple and
 :attr:`~marlhub.vector.copies.EnvCopy.over`) or, when a copy raised,
 ``("error", (copy index, exception type name, message, traceback, pickled
-exception or None))``. Observations that fit the shared block are written
-there (:class:`~marlhub.vector.shared.SharedObs`); the rest is pickled.
+exception or None))``. Observations that fit the shared blocks are written
+into the block the request names (:class:`~marlhub.vector.shared.SharedObs`);
+the rest is pickled.
 
 A worker ignores Ctrl-C (the parent handles it and closes the workers) and
 leaves when its parent is gone, so it never outlives it.
@@ -44,7 +45,7 @@ _OWN_REQUESTS = ("reset", "step", "close")
 
 
 def worker_main(worker_index: int, first_copy: int, env_fns: bytes, conn: Connection,
-                buffer: Any, layout: Optional[ObsLayout], autoreset_mode: str,
+                buffers: Optional[list[Any]], layout: Optional[ObsLayout], autoreset_mode: str,
                 parent_pid: int) -> None:
     """Build this worker's copies, then answer the parent until it says close (or is gone).
 
@@ -53,7 +54,7 @@ def worker_main(worker_index: int, first_copy: int, env_fns: bytes, conn: Connec
         first_copy: the index of the worker's first copy in the vector env.
         env_fns: the worker's env_fns, cloudpickled.
         conn: the worker's end of the pipe to the parent.
-        buffer: the shared block of observations, or None.
+        buffers: the shared blocks of observations, or None.
         layout: the block's layout, or None.
         autoreset_mode: the vector env's autoreset mode.
         parent_pid: the parent's process id (the worker leaves when it changes).
@@ -64,7 +65,7 @@ def worker_main(worker_index: int, first_copy: int, env_fns: bytes, conn: Connec
         fns: Sequence[Callable[[], Any]] = cloudpickle.loads(env_fns)
         for k, fn in enumerate(fns):
             copies.append(EnvCopy(build_copy(fn, first_copy + k), autoreset_mode))
-        shared = SharedObs(layout, buffer) if layout is not None and buffer is not None else None
+        shared = SharedObs(layout, buffers) if layout is not None and buffers else None
         conn.send(("ok", [describe_env(c.env) for c in copies]))
     except BaseException as exc:  # the parent raises it, naming the copy
         _send(conn, ("error", _error_of(first_copy + len(copies), exc)), first_copy)
@@ -101,18 +102,20 @@ def _answer(command: str, data: Any, copies: list[EnvCopy], first_copy: int,
     k = 0
     try:
         if command == "step":
+            block, actions = data
             for k, env_copy in enumerate(copies):
-                obs, rewards, terminateds, truncateds, infos = env_copy.step(data[k])
-                sent = shared.write(first_copy + k, obs) if shared is not None else obs
+                obs, rewards, terminateds, truncateds, infos = env_copy.step(actions[k])
+                sent = shared.write(first_copy + k, obs, block) if shared is not None else obs
                 results.append((sent, rewards, terminateds, truncateds, infos, env_copy.over))
         elif command == "reset":
+            block, resets = data
             for k, env_copy in enumerate(copies):
-                if data[k] is None:  # left alone by a reset_mask
+                if resets[k] is None:  # left alone by a reset_mask
                     results.append(None)
                     continue
-                obs, infos = env_copy.reset(*data[k])
-                results.append((shared.write(first_copy + k, obs) if shared is not None else obs,
-                                infos))
+                obs, infos = env_copy.reset(*resets[k])
+                results.append((shared.write(first_copy + k, obs, block)
+                                if shared is not None else obs, infos))
         elif command == "call":
             name, args, kwargs = data
             if name in _OWN_REQUESTS:

@@ -92,6 +92,36 @@ def test_without_shared_memory_and_with_views() -> None:
         assert obs[0][agent].base is not None  # a view into the shared block
 
 
+def test_kept_observations_stay_as_returned_and_dropped_ones_free_their_block() -> None:
+    """copy=True lends views of a block no later call writes into while any is alive."""
+    fns: list[Any] = [TicTacToe] * 2
+    samplers = [ActionSampler(i) for i in range(2)]
+    with AsyncVectorMultiAgentEnv(fns, num_workers=2, timeout=TIMEOUT) as venv, \
+            SyncVectorMultiAgentEnv(fns, copy=True) as twin:
+
+        def step_both() -> tuple[list[Any], list[Any]]:
+            book = twin._book
+            actions = [random_actions(book.actors[i], book.obs[i], book.infos[i],
+                                      twin.envs[i].get_action_space, samplers[i])
+                       for i in range(2)]
+            return venv.step(actions)[0], twin.step(actions)[0]
+
+        kept, want = [venv.reset(seed=3)[0]], [twin.reset(seed=3)[0]]
+        for _ in range(12):  # every obs kept: two blocks lent, then copies from the third
+            got, wanted = step_both()
+            kept.append(got)
+            want.append(wanted)
+        assert why_different(kept, want) is None
+        owned = [a.flags.owndata for o in kept for ob in o for a in ob.values()]
+        assert not any(owned[:4]) and all(owned[-4:])  # views first, copies once all are held
+        del kept, got
+        gc.collect()
+        for _ in range(3):  # only the last obs held (by this loop and the vector env)
+            got, wanted = step_both()
+            assert why_different(got, wanted) is None
+            assert not any(a.flags.owndata for ob in got for a in ob.values())
+
+
 def test_step_async_and_step_wait() -> None:
     with AsyncVectorMultiAgentEnv([TicTacToe] * 2, num_workers=2, timeout=TIMEOUT) as venv:
         with pytest.raises(VectorEnvError, match="no step is under way"):

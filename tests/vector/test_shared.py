@@ -16,9 +16,9 @@ OPEN_SPIEL_LIKE = gym.spaces.Dict(OrderedDict(
     action_mask=gym.spaces.Box(0, 1, (3,), np.int8)))
 
 
-def _memory(spaces: dict, copies: int = 2, copy: bool = True) -> SharedObs:
+def _memory(spaces: dict, copies: int = 2, copy: bool = True, blocks: int = 1) -> SharedObs:
     layout = ObsLayout(spaces, copies)
-    return SharedObs(layout, bytearray(layout.nbytes), copy=copy)
+    return SharedObs(layout, [bytearray(layout.nbytes) for _ in range(blocks)], copy=copy)
 
 
 def test_array_spaces_and_dicts_of_them_get_slots() -> None:
@@ -66,3 +66,25 @@ def test_copies_or_views() -> None:
     kept = memory.read(0, sent)["a"]
     memory.write(0, {"a": np.ones((2, 3), np.float32)})
     assert kept.sum() == 0
+
+
+def test_a_lent_block_is_written_again_only_when_no_view_of_it_lives() -> None:
+    memory = _memory({"a": BOX}, copies=1, blocks=3)
+    ones = {"a": np.ones((2, 3), np.float32)}
+    first = memory.next_block()
+    lent = memory.read(0, memory.write(0, ones, first), first)["a"]
+    assert first != 0 and not lent.flags.owndata
+    del lent
+    assert memory.next_block() == first
+    for alias in (lambda a: a[1:], memoryview, lambda a: np.asarray(a).T):  # what keeps it lent
+        lent = memory.read(0, memory.write(0, ones, first), first)["a"]
+        holder = alias(lent)
+        del lent
+        assert memory.next_block() not in (0, first)
+        del holder
+        assert memory.next_block() == first
+    # Both lent blocks held: block 0, read as copies.
+    held = [memory.read(0, memory.write(0, ones, b), b) for b in (1, 2)]
+    assert memory.next_block() == 0
+    copied = memory.read(0, memory.write(0, ones, 0), 0)["a"]
+    assert copied.flags.owndata and held[0]["a"].sum() == 6
