@@ -400,8 +400,6 @@ class ActionChecker:
         self._discrete: dict[tuple[int, int], DiscreteCheck] = {}
         self._shared: Optional[DiscreteCheck] = None
         self._shared_agents: frozenset[AgentID] = frozenset()
-        # The last actors list found inside _shared_agents (recognised by identity).
-        self._shared_for: Optional[list[AgentID]] = None
 
     def forget(self) -> None:
         """Drop the quick checks (after the agents' spaces changed)."""
@@ -409,7 +407,6 @@ class ActionChecker:
         self._discrete = {}
         self._shared = None
         self._shared_agents = frozenset()
-        self._shared_for = None
 
     def _quick(self, agent: AgentID) -> Optional[Check]:
         fast = fast_check(self._space_of(agent))
@@ -441,9 +438,7 @@ class ActionChecker:
         (a dict in the actors' order, the actors sharing one Discrete space, no
         masks: ``masks`` None, see :func:`action_masks`) every pass over the agents
         is C code and ``action_dict`` itself comes back; otherwise the keys go
-        through :func:`check_keys` and each action through :meth:`check`. A list of
-        ``actors`` seen before is recognised by identity, so pass a new list when
-        the actors change, never the same list changed in place.
+        through :func:`check_keys` and each action through :meth:`check`.
 
         Raises:
             ActionError: the first problem: a missing or foreign key, then the first
@@ -468,10 +463,8 @@ class ActionChecker:
             return {agent: check(agent, value, masks.get(agent))
                     for agent, value in zip(actors, values)}
         shared = self._shared
-        if actors is not self._shared_for:
-            if shared is None or not self._shared_agents.issuperset(actors):
-                shared = self._shared_check(actors)
-            self._shared_for = actors if shared is not None else None
+        if shared is None or not self._shared_agents.issuperset(actors):
+            shared = self._shared_check(actors)
         if shared is not None and shared.check_all(values):
             return action_dict if in_order else dict(zip(actors, values))
         return {agent: check(agent, value) for agent, value in zip(actors, values)}

@@ -137,7 +137,7 @@ def test_check_dict_checks_each_new_actors_list_against_its_own_spaces() -> None
     wide = ["c", "d"]
     actions = {"c": 4, "d": 0}
     assert checker.check_dict("E", actions, actors=wide, possible_agents="acd") == actions
-    # Once the checks are learnt, the list is recognised and the dict comes back itself.
+    # Once the checks are learnt, the dict comes back itself.
     assert checker.check_dict("E", actions, actors=wide, possible_agents="acd") is actions
     with pytest.raises(ActionError, match="'a'.*Discrete\\(3\\)"):  # not Discrete(5)'s check
         checker.check_dict("E", {"a": 4, "d": 0}, actors=["a", "d"], possible_agents="acd")
