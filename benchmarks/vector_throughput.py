@@ -14,7 +14,11 @@ drifts of the machine's speed hit them alike:
 * ``async``: ``marlhub.make_vec(id, N, vectorization_mode="async")`` with
   ``min(N, --workers)`` worker processes;
 * ``async copy=False``: the same returning views of the shared block instead of
-  copies (valid until the next call, as Gymnasium's ``AsyncVectorEnv(copy=False)``);
+  observations to keep (valid until the next call, as Gymnasium's
+  ``AsyncVectorEnv(copy=False)``);
+* ``serial split``: the serial loop split over ``min(N, --workers)`` processes, each on
+  its share of the copies, timed side by side (the sum of their rates): what the cores
+  give with no vector env at all, the ceiling of any async vector env on the machine;
 * ``supersuit``: SuperSuit's ``concat_vec_envs_v1`` over
   ``pettingzoo_env_to_vec_env_v1`` with ``min(N, --workers)`` processes (only
   PettingZoo parallel envs with one space for all agents and no deaths,
@@ -30,6 +34,10 @@ build of each vector env and its first reset are not timed. Printed per env:
 the median agent-steps/s over the rounds and, in brackets, the median of the
 per-round ratios to ``serial`` (and, for pistonball, a table of ratios to
 ``native``).
+
+``--cpu-copies N`` also prints the CPU time per agent-step of the async env with
+``N`` copies, its parent's and its workers' together, against the serial loop's: on
+two cores, async can be at most ``2 * serial / async`` times as fast as serial.
 
 ``--memory-episodes E`` also plays ``E`` episodes in total with the sync and
 the async vector env of kuhn_poker and traffic and prints the resident memory
@@ -48,6 +56,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import multiprocessing
 import os
 import platform
 import statistics
@@ -65,6 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import marlhub  # noqa: E402
 from marlhub.spaces import raw_action_mask  # noqa: E402
+from marlhub.vector.processes import split_copies  # noqa: E402
 
 
 class EnvSpec(NamedTuple):
@@ -138,7 +148,9 @@ def timed(seconds: float, step: Callable[[], int], warm_up: int = 20) -> float:
 # -- contestants -------------------------------------------------------------------------
 
 
-def run_serial(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+def run_serial(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int, *,
+               ready: Optional[Callable[[], Any]] = None) -> float:
+    """``ready``: called once the envs are built and reset, before the timing."""
     envs = [marlhub.make(spec.env_id, spec.config) for _ in range(n)]
     policy = Policy(seed)
     space_of = [e.get_action_space for e in envs]
@@ -161,10 +173,35 @@ def run_serial(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -
         return count
 
     try:
+        if ready is not None:
+            ready()
         return timed(seconds, step)
     finally:
         for env in envs:
             env.close()
+
+
+def run_split(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+    """The serial loop split over ``min(n, workers)`` processes as the async env splits its
+    copies, timed side by side: what the cores give with no vector env at all (no pipes,
+    no shared memory, no parent at work), the ceiling of any async vector env here."""
+    ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+    shares = split_copies(n, min(n, workers))
+    barrier, rates = ctx.Barrier(len(shares)), ctx.SimpleQueue()
+    processes = [ctx.Process(target=_split_share, args=(spec, len(share), seconds,
+                                                        seed + share.start, barrier, rates))
+                 for share in shares]
+    for process in processes:
+        process.start()
+    total = sum(rates.get() for _ in processes)
+    for process in processes:
+        process.join()
+    return total
+
+
+def _split_share(spec: EnvSpec, n: int, seconds: float, seed: int, barrier: Any,
+                 rates: Any) -> None:
+    rates.put(run_serial(spec, n, seconds, seed, 1, ready=barrier.wait))
 
 
 def drive_vector(venv: Any, seconds: float, seed: int) -> float:
@@ -303,7 +340,9 @@ def contestants_for(spec: EnvSpec) -> tuple[dict[str, Callable[..., float]], lis
     if native is not None:
         runners["native"] = native
     runners.update({"serial": run_serial, "sync": run_sync, "sync same_step": run_sync_same_step,
-                    "async": run_async, "async copy=False": functools.partial(run_async, copy=False)})
+                    "async": run_async,
+                    "async copy=False": functools.partial(run_async, copy=False),
+                    "serial split": run_split})
     for name, factory in (("supersuit", lambda: supersuit_runner(spec)), ("rllib", rllib_runner)):
         runner = factory()
         if runner is not None:
@@ -368,6 +407,42 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user and system) of process ``pid`` (Linux), 0 elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_run(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> dict[str, Any]:
+    """CPU microseconds per agent-step of the async env (parent and workers) and of serial."""
+    with marlhub.make_vec(spec.env_id, n, spec.config, vectorization_mode="async",
+                          num_workers=min(n, workers)) as venv:
+        pids = [p.pid for p in venv.processes()]
+        policy = Policy(seed)
+        space_of = [c.unwrapped.get_action_space for c in venv.envs]
+        obs, infos = venv.reset(seed=seed)
+        actors = [list(o) for o in obs]
+        done, parent, others, start = 0, time.process_time(), sum(map(cpu_seconds, pids)), \
+            time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            acts = [policy.actions(actors[i], obs[i], infos[i], space_of[i]) for i in range(n)]
+            done += sum(map(len, acts))
+            obs, _, terminateds, truncateds, infos = venv.step(acts)
+            actors = [[] if t["__all__"] or u["__all__"] else next_actors(o, t, u)
+                      for o, t, u in zip(obs, terminateds, truncateds)]
+        parent = time.process_time() - parent
+        others = sum(map(cpu_seconds, pids)) - others
+    serial = run_serial(spec, n, seconds, seed, workers)
+    return {"env": spec.env_id, "copies": n, "serial_us": round(1e6 / serial, 2),
+            "async_parent_us": round(parent / done * 1e6, 2),
+            "async_workers_us": round(others / done * 1e6, 2),
+            "async_total_us": round((parent + others) / done * 1e6, 2)}
+
+
 def memory_run(env_id: str, mode: str, episodes: int, seed: int) -> dict[str, Any]:
     """Play ``episodes`` episodes over 4 copies; resident memory after a tenth and at the end."""
     options = {"num_workers": 2} if mode == "async" else {}
@@ -396,7 +471,8 @@ def memory_run(env_id: str, mode: str, episodes: int, seed: int) -> dict[str, An
 
 
 def write_json(path: str, args: argparse.Namespace, results: dict[tuple[str, int, str], list[float]],
-               missing: list[str], memory: list[dict[str, Any]], load: Any) -> None:
+               missing: list[str], memory: list[dict[str, Any]], load: Any,
+               cpu: list[dict[str, Any]]) -> None:
     document = {
         "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
@@ -409,6 +485,7 @@ def write_json(path: str, args: argparse.Namespace, results: dict[tuple[str, int
                      "median": round(statistics.median(rates), 1)}
                     for (e, n, c), rates in sorted(results.items())],
         "memory": memory,
+        "cpu_per_agent_step": cpu,
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(document, f, indent=1)
@@ -426,6 +503,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="worker processes of async and supersuit (at most the copies)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--memory-episodes", type=int, default=0, metavar="E")
+    parser.add_argument("--cpu-copies", type=int, default=0, metavar="N",
+                        help="also the CPU time per agent-step of async with N copies")
     parser.add_argument("--quick", action="store_true", help="1 round of 0.1 s, copies 1 and 2")
     parser.add_argument("--json", metavar="PATH", help="also write the measurements to PATH")
     args = parser.parse_args(argv)
@@ -452,8 +531,19 @@ def main(argv: Optional[list[str]] = None) -> int:
                 memory.append(row)
                 print(f"  {env_id:<22} {mode:<6} after a tenth {row['rss_kb_after_tenth']}, "
                       f"at the end {row['rss_kb_at_end']}, growth {row['growth_kb']}")
+    cpu = []
+    if args.cpu_copies:
+        print(f"\nCPU us per agent-step, {args.cpu_copies} copies: async (parent + workers) "
+              "against serial")
+        for env_name in args.envs:
+            row = cpu_run(ENVS[env_name], args.cpu_copies, max(args.seconds, 2.0), args.seed,
+                          args.workers)
+            cpu.append(row)
+            print(f"  {env_name:<12} serial {row['serial_us']:>7.2f}   async "
+                  f"{row['async_total_us']:>7.2f} (parent {row['async_parent_us']:.2f}, "
+                  f"workers {row['async_workers_us']:.2f})")
     if args.json:
-        write_json(args.json, args, results, missing, memory, load)
+        write_json(args.json, args, results, missing, memory, load, cpu)
     return 0
 
 
