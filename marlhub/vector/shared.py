@@ -210,7 +210,13 @@ class SharedObs:
         return list(obs), inline, orders
 
     def read(self, copy_index: int, sent: Sent, block: int = 0) -> dict[AgentID, Any]:
-        """Return the obs dict a worker wrote for ``copy_index`` into ``block`` (``sent``: what it sent)."""
+        """Return the obs dict a worker wrote for ``copy_index`` into ``block``.
+
+        Args:
+            copy_index: the copy.
+            sent: what the worker sent for it (:meth:`write`'s result).
+            block: the block the worker wrote into.
+        """
         if isinstance(sent, dict):
             return sent
         order, inline, orders = sent

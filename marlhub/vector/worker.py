@@ -55,7 +55,7 @@ def worker_main(worker_index: int, first_copy: int, env_fns: bytes, conn: Connec
         env_fns: the worker's env_fns, cloudpickled.
         conn: the worker's end of the pipe to the parent.
         buffers: the shared blocks of observations, or None.
-        layout: the block's layout, or None.
+        layout: the blocks' layout, or None.
         autoreset_mode: the vector env's autoreset mode.
         parent_pid: the parent's process id (the worker leaves when it changes).
     """
