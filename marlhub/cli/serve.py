@@ -87,8 +87,7 @@ def run_serve(args: argparse.Namespace) -> int:
         err(f"marlhub serve: {exc}")
         return 2
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set()) \
-        if threading.current_thread() is threading.main_thread() else None
+    previous = _stop_on_signals(stop)
     out(f"marlhub serve: serving {args.env_id!r} at {server.address} (connect with "
         f"marlhub.make('remote/{server.address}'){'; token required' if token else ''}; "
         "Ctrl-C stops)")
@@ -100,7 +99,20 @@ def run_serve(args: argparse.Namespace) -> int:
         pass
     finally:
         server.stop()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     out("marlhub serve: stopped")
     return 0
+
+
+def _stop_on_signals(stop: threading.Event) -> dict[int, Any]:
+    """Make SIGINT and SIGTERM set ``stop``; return the handlers they had (none off the main thread).
+
+    SIGINT gets a handler of its own too, as servers such as uvicorn give it: a
+    process started with SIGINT ignored (a background job of a non-interactive
+    shell) would otherwise not stop on it.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {number: signal.signal(number, lambda *_: stop.set())
+            for number in (signal.SIGINT, signal.SIGTERM)}

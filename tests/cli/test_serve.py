@@ -18,9 +18,12 @@ from marlhub.errors import RemoteEnvError  # noqa: E402
 from tests.remote.servers import REPO, serving  # noqa: E402
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_serve_prints_its_address_serves_and_stops_cleanly(sig: int) -> None:
-    with serving("openspiel/kuhn_poker") as server:
+@pytest.mark.parametrize("sig, ignored", [(signal.SIGTERM, False), (signal.SIGINT, False),
+                                         (signal.SIGINT, True)],
+                         ids=["SIGTERM", "SIGINT", "SIGINT, started with SIGINT ignored"])
+def test_serve_prints_its_address_serves_and_stops_cleanly(sig: int, ignored: bool) -> None:
+    """Also when started as a background job of a non-interactive shell (SIGINT ignored)."""
+    with serving("openspiel/kuhn_poker", ignore_sigint=ignored) as server:
         assert server.address.startswith("127.0.0.1:")
         env = marlhub.make(f"remote/{server.address}")
         assert compare_with_local(env, marlhub.make("openspiel/kuhn_poker"), episodes=2) == []

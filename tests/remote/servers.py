@@ -63,10 +63,18 @@ def _pump(stream: object, lines: "queue.Queue[str]") -> None:
     lines.put("")
 
 
-def start_serve(env_id: str, *args: str, env: Optional[dict[str, str]] = None) -> ServeProcess:
+#: Runs ``python -m marlhub`` with SIGINT ignored, as a non-interactive shell starts a
+#: background job (Python then installs no KeyboardInterrupt handler of its own).
+SIGINT_IGNORED = ("import runpy, signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                  "runpy.run_module('marlhub', run_name='__main__')")
+
+
+def start_serve(env_id: str, *args: str, env: Optional[dict[str, str]] = None,
+                ignore_sigint: bool = False) -> ServeProcess:
     """Start ``marlhub serve ENV_ID --port 0 ARGS`` and wait for its address line."""
+    launch = ["-c", SIGINT_IGNORED] if ignore_sigint else ["-m", "marlhub"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "marlhub", "serve", env_id, "--port", "0", *args],
+        [sys.executable, *launch, "serve", env_id, "--port", "0", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
         env={**os.environ, **(env or {})})
     lines: "queue.Queue[str]" = queue.Queue()
@@ -101,9 +109,10 @@ def reap(server: ServeProcess) -> None:
 
 
 @contextmanager
-def serving(env_id: str, *args: str, env: Optional[dict[str, str]] = None) -> Iterator[ServeProcess]:
+def serving(env_id: str, *args: str, env: Optional[dict[str, str]] = None,
+            ignore_sigint: bool = False) -> Iterator[ServeProcess]:
     """``marlhub serve`` for the duration of a ``with`` block; killed and reaped after it."""
-    server = start_serve(env_id, *args, env=env)
+    server = start_serve(env_id, *args, env=env, ignore_sigint=ignore_sigint)
     try:
         yield server
     finally:
