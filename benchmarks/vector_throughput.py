@@ -187,16 +187,21 @@ def run_split(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) ->
     no shared memory, no parent at work), the ceiling of any async vector env here."""
     ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
     shares = split_copies(n, min(n, workers))
-    barrier, rates = ctx.Barrier(len(shares)), ctx.SimpleQueue()
+    limit = seconds + 300.0  # a share that fails raises here instead of hanging the run
+    barrier, rates = ctx.Barrier(len(shares), timeout=limit), ctx.Queue()
     processes = [ctx.Process(target=_split_share, args=(spec, len(share), seconds,
                                                         seed + share.start, barrier, rates))
                  for share in shares]
     for process in processes:
         process.start()
-    total = sum(rates.get() for _ in processes)
-    for process in processes:
-        process.join()
-    return total
+    try:
+        return sum(rates.get(timeout=limit) for _ in processes)
+    finally:
+        for process in processes:
+            process.join(10)
+            if process.is_alive():
+                process.terminate()
+                process.join()
 
 
 def _split_share(spec: EnvSpec, n: int, seconds: float, seed: int, barrier: Any,

@@ -106,7 +106,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _stop_on_signals(stop: threading.Event) -> dict[int, Any]:
-    """Make SIGINT and SIGTERM set ``stop``; return the handlers they had (none off the main thread).
+    """Make SIGINT and SIGTERM set ``stop``; return the handlers they replace (main thread only).
 
     SIGINT gets a handler of its own too, as servers such as uvicorn give it: a
     process started with SIGINT ignored (a background job of a non-interactive
