@@ -54,8 +54,7 @@ from marlhub.conformance.trajectories import (
 )
 from marlhub.contract import rules
 from marlhub.contract.findings import Reproducer
-from marlhub.episode.play import random_actions
-from marlhub.episode.status import actors_of, episode_over
+from marlhub.episode.play import RandomEpisode, random_actions
 from marlhub.errors import MarlhubError
 from marlhub.spaces import ActionSampler
 
@@ -336,23 +335,21 @@ class Probes:
                            into: list[Snapshot]) -> bool:
         """Play ``ref`` on ``env`` into ``seeded``, then an unseeded episode into ``into``.
 
-        The unseeded episode takes random legal actions. Returns True when the env
-        raised (the recording then stops).
+        The unseeded episode takes random legal actions, drawn alike on both instances
+        (the sampler is seeded with ``ref``'s seed, the reset is not). Returns True when
+        the env raised (the recording then stops).
         """
         sampler = ActionSampler(0 if ref.seed is None else ref.seed)
         space_of = self.d.spaces.action_space
+        unseeded = RandomEpisode(
+            env, None, max_steps=min(UNSEEDED_STEPS, self.d.options.max_steps),
+            reset_kwargs=self.d.reset_kwargs, read_reset=unpack_reset, read_step=unpack_step,
+            choose=lambda actors, obs, infos: random_actions(actors, obs, infos, space_of,
+                                                             sampler))
         try:
             play_actions(env, ref.seed, ref.actions, self.d.reset_kwargs, seeded)
-            obs, infos = unpack_reset(env.reset(**self.d.reset_kwargs))
-            into.append(snapshot(obs, {}, {}, {}))
-            actors = list(obs)
-            for _ in range(min(UNSEEDED_STEPS, self.d.options.max_steps)):
-                actions = random_actions(actors, obs, infos, space_of, sampler)
-                obs, rewards, terminateds, truncateds, infos = unpack_step(env.step(actions))
-                into.append(snapshot(obs, rewards, terminateds, truncateds))
-                if episode_over(terminateds, truncateds):
-                    break
-                actors = actors_of(obs, terminateds, truncateds)
+            for step in unseeded:
+                into.append(snapshot(step.obs, step.rewards, step.terminateds, step.truncateds))
         except EnvTimeout:
             raise
         except Exception:
