@@ -216,13 +216,8 @@ class DiscreteCheck:
             >>> DiscreteCheck(0, 3).check_all([0, 2, np.int64(1)]), DiscreteCheck(0, 3).check_all([3])
             (True, False)
         """
-        if not actions:
+        if not actions or not set(map(type, actions)) <= _INT_TYPES:
             return False
-        kind = type(next(iter(actions)))
-        # One pass when every action has the first one's type (the usual case), else a set.
-        if kind not in _INT_TYPES or operator.countOf(map(type, actions), kind) != len(actions):
-            if not set(map(type, actions)) <= _INT_TYPES:
-                return False
         if self.n > _SMALL_SPACE:
             return self.start <= min(actions) and max(actions) < self.start + self.n
         legal = self._legal

@@ -145,10 +145,7 @@ class ParallelPettingZooEnv(_PettingZooBase):
             terminateds = self._quiet.copy()
             truncateds = terminateds.copy()
             terminateds[ALL] = truncateds[ALL] = False
-            if self._obs_hold_masks or any(infos.values()):
-                self._note_actors(obs, infos, actors)
-            else:  # the same actors, and no observation or info that could hold a mask
-                self._masks = None
+            self._note_actors(obs, infos, actors)
             return obs, dict(n_rewards), terminateds, truncateds, infos
         return self._mended_step(actors, n_obs, n_rewards, n_terms, n_truncs, n_infos)
 
