@@ -211,6 +211,12 @@ def _split_share(spec: EnvSpec, n: int, seconds: float, seed: int, barrier: Any,
 
 def drive_vector(venv: Any, seconds: float, seed: int) -> float:
     """Agent-steps/s of a vector env of lists of dicts (ours or RLlib's), next_step autoreset."""
+    return timed(seconds, vector_stepper(venv, seed))
+
+
+def vector_stepper(venv: Any, seed: int) -> Callable[[], int]:
+    """Reset ``venv``; return a function that makes one call with the policy's actions and
+    returns the agent-steps sent (next_step or same_step autoreset)."""
     policy = Policy(seed)
     space_of = [c.unwrapped.get_action_space for c in venv.envs]
     obs, infos = venv.reset(seed=seed)
@@ -231,7 +237,7 @@ def drive_vector(venv: Any, seconds: float, seed: int) -> float:
                 actors[i] = next_actors(obs[i], terminateds[i], truncateds[i])
         return sum(map(len, acts))
 
-    return timed(seconds, step)
+    return step
 
 
 def run_sync(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
@@ -427,18 +433,11 @@ def cpu_run(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> d
     with marlhub.make_vec(spec.env_id, n, spec.config, vectorization_mode="async",
                           num_workers=min(n, workers)) as venv:
         pids = [p.pid for p in venv.processes()]
-        policy = Policy(seed)
-        space_of = [c.unwrapped.get_action_space for c in venv.envs]
-        obs, infos = venv.reset(seed=seed)
-        actors = [list(o) for o in obs]
+        step = vector_stepper(venv, seed)
         done, parent, others, start = 0, time.process_time(), sum(map(cpu_seconds, pids)), \
             time.perf_counter()
         while time.perf_counter() - start < seconds:
-            acts = [policy.actions(actors[i], obs[i], infos[i], space_of[i]) for i in range(n)]
-            done += sum(map(len, acts))
-            obs, _, terminateds, truncateds, infos = venv.step(acts)
-            actors = [[] if t["__all__"] or u["__all__"] else next_actors(o, t, u)
-                      for o, t, u in zip(obs, terminateds, truncateds)]
+            done += step()
         parent = time.process_time() - parent
         others = sum(map(cpu_seconds, pids)) - others
     serial = run_serial(spec, n, seconds, seed, workers)
