@@ -95,8 +95,6 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         while not stop.wait(0.5):
             pass
-    except KeyboardInterrupt:
-        pass
     finally:
         server.stop()
         for number, handler in previous.items():
