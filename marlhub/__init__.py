@@ -19,6 +19,7 @@ from marlhub.core import (
     MultiAgentEnv,
     is_multi_agent_env,
 )
+from marlhub.episode.status import actors
 from marlhub.errors import (
     ActionError,
     AgentIdError,
@@ -80,6 +81,7 @@ __all__ = [
     "VectorEnvError",
     "WorkerError",
     "__version__",
+    "actors",
     "convert",
     "is_multi_agent_env",
     "make",

@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import types
 from collections.abc import Collection
 from types import ModuleType
 from typing import Any, Optional
@@ -59,7 +60,10 @@ def mixed_into(mixin: type, base: type, *, name: str, module: str) -> type:
         >>> [c.__name__ for c in cls.__mro__[:3]], cls.__module__, cls.__doc__
         (['LoudError', 'Loud', 'ValueError'], 'mymodule', 'Says so.')
     """
-    return type(name, (mixin, base), {"__module__": module, "__doc__": mixin.__doc__})
+    # types.new_class, not type(): it resolves ``__mro_entries__``, which a stand-in
+    # for a backend that is not installed (Sphinx's autodoc mocks) may need.
+    namespace = {"__module__": module, "__doc__": mixin.__doc__}
+    return types.new_class(name, (mixin, base), {}, lambda ns: ns.update(namespace))
 
 
 def is_missing(exc: ImportError, package: str) -> bool:

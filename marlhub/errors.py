@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Optional
 
 __all__ = [
     "ActionError",
@@ -141,10 +141,19 @@ class EnvCreationError(MarlhubError, RuntimeError):
     def __init__(self, env_id: str, config: Any, cause: BaseException) -> None:
         self.env_id = env_id
         self.config = config
+        # A missing package (gymnasium's DependencyNotInstalled is no ImportError) is no
+        # fault of the config, nor is anything raised when there was no config at all.
+        if isinstance(cause, ImportError) or type(cause).__name__ == "DependencyNotInstalled":
+            fix = ("A package the env needs is missing or moved: install what the message "
+                   "names (`marlhub list` shows only ids whose entry point exists)")
+        elif config:
+            fix = "Check the config against what the env's constructor accepts"
+        else:
+            fix = "The env's creator raised without any config: the cause is in the env"
         super().__init__(
             f"Creating env {env_id!r} with config {dict(config) if config else {}!r} failed: "
-            f"{type(cause).__name__}: {cause}. Check the config against what the env's "
-            "constructor accepts; the original error is chained below."
+            f"{type(cause).__name__}: {str(cause).rstrip('.')}. {fix}; the original error is "
+            "chained below."
         )
 
 
@@ -286,10 +295,30 @@ class ActionError(MarlhubError, ValueError):
 
 
 class ResetNeededError(MarlhubError, RuntimeError):
-    """step() called before reset() or after the episode ended."""
+    """step() called before reset() or after the episode ended.
 
-    def __init__(self, env_name: str, why: str = "the episode is over") -> None:
+    Built from the env's name and why it cannot step, or from a whole message of
+    your own, as other exceptions are (one argument with a space in it).
+
+    Attributes:
+        env_name: the env's name ("" when built from a message).
+
+    Example:
+        >>> str(ResetNeededError("Nim", "reset() has not been called yet"))
+        'Nim.step() was called but reset() has not been called yet. Call reset() to start a new episode.'
+        >>> str(ResetNeededError("Nim"))
+        'Nim.step() was called but the episode is over. Call reset() to start a new episode.'
+        >>> str(ResetNeededError("The game is over; call reset()."))
+        'The game is over; call reset().'
+    """
+
+    def __init__(self, env_name: str, why: Optional[str] = None) -> None:
+        if why is None and any(c.isspace() for c in env_name):
+            self.env_name = ""
+            super().__init__(env_name)
+            return
         self.env_name = env_name
+        why = "the episode is over" if why is None else why
         super().__init__(
             f"{env_name}.step() was called but {why}. Call reset() to start a new episode."
         )
@@ -387,9 +416,11 @@ class RemoteEnvError(MarlhubError, ConnectionError):
         self.address = address
         self.call = call
         self.reason = reason
+        # The connection and each call after it have their own time limits (config keys).
+        key = "connect_timeout" if call == "connect" else "timeout"
         fix = fix or (
             "Check that the server (`marlhub serve ID`) runs at that address and is reachable, "
-            "or give it longer: marlhub.make('remote/HOST:PORT', {'timeout': seconds})."
+            f"or give it longer: marlhub.make('remote/HOST:PORT', {{'{key}': seconds}})."
         )
         super().__init__(f"The remote env at {address} failed in {call}: {reason}. {fix}")
 

@@ -129,6 +129,7 @@ class RockPaperScissors(MultiAgentEnv):
             action_dict,
             actors=self.agents,
             possible_agents=self.possible_agents,
+            finished=(),  # nobody leaves before the episode ends
             space_of=self.get_action_space,
         )
         self.num_moves += 1

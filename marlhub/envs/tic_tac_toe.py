@@ -130,6 +130,7 @@ class TicTacToe(MultiAgentEnv):
             action_dict,
             actors=[mover],
             possible_agents=self.possible_agents,
+            finished=(),  # nobody leaves before the episode ends
             space_of=self.get_action_space,
         )
         action = actions[mover]

@@ -163,6 +163,7 @@ class Traffic(MultiAgentEnv):
             actors=self._actors,
             possible_agents=self.possible_agents,
             space_of=self.get_action_space,
+            finished=[car for car in self.cars[:self.next_car] if car not in self.positions],
         )
         self.t += 1
         if LIGHT in actions:

@@ -31,7 +31,7 @@ Example:
     ...                   space_of=spaces.__getitem__)
     Traceback (most recent call last):
     ...
-    marlhub.errors.ActionError: Bad action for 'b': got 1, expected actions only for the actors ['a']. 'b' did not receive an observation in the last step; send actions only for the agents in the last observation dict.
+    marlhub.errors.ActionError: Bad action for 'b': got 1, expected actions only for the actors ['a']. 'b' either did not receive an observation in the last step, or is done (it got its final observation with a done flag). The actors are the agents of the last observation dict that are not done: marlhub.actors(obs, terminateds, truncateds).
 """
 
 from __future__ import annotations
@@ -67,6 +67,10 @@ _INT_TYPES = frozenset({int, np.int8, np.int16, np.int32, np.int64, np.uint8, np
 #: Discrete spaces up to this size keep the set of their actions for :meth:`DiscreteCheck.check_all`.
 _SMALL_SPACE = 4096
 
+#: How to find the actors, said where an agent that is not one got an action.
+_ACTORS_HINT = ("The actors are the agents of the last observation dict that are not done: "
+                "marlhub.actors(obs, terminateds, truncateds).")
+
 #: ``check(action, mask) -> bool``: True means legal, False means "look closer".
 Check = Callable[[Any, Any], bool]
 
@@ -78,6 +82,7 @@ def check_keys(
     actors: Sequence[AgentID],
     possible_agents: Sequence[AgentID],
     why_not_actor: Optional[Callable[[AgentID], Optional[str]]] = None,
+    finished: Optional[Collection[AgentID]] = None,
 ) -> None:
     """Raise :class:`ActionError` unless ``action_dict`` is a mapping keyed by exactly ``actors``.
 
@@ -88,6 +93,17 @@ def check_keys(
         possible_agents: every agent of the env (tells unknown agents from idle ones).
         why_not_actor: optional, a better hint for a known agent that may not act now
             (``"it is a member of group 'g'"``); None keeps the default hint.
+        finished: the agents whose part of the episode is over (they got their final
+            observation with a done flag), so the message tells a finished agent from one
+            that got no observation; None when the caller does not keep them, and the
+            message names both possibilities.
+
+    Example:
+        >>> check_keys("Traffic", {"car_0": 1}, actors=["car_1"], possible_agents=["car_0", "car_1"],
+        ...            finished={"car_0"})
+        Traceback (most recent call last):
+        ...
+        marlhub.errors.ActionError: Bad action for 'car_0': got 1, expected actions only for the actors ['car_1']. 'car_0' is done: it got its final observation with terminateds['car_0'] or truncateds['car_0'] True, and takes no more actions. The actors are the agents of the last observation dict that are not done: marlhub.actors(obs, terminateds, truncateds).
     """
     if not isinstance(action_dict, Mapping):
         raise ActionError(
@@ -101,10 +117,20 @@ def check_keys(
             fix = f"{agent!r}: {hint}; send actions only for the agents in the last observation dict."
         elif agent not in possible_agents:
             fix = f"{agent!r} is not an agent of {env_name}; its agents are {list(possible_agents)}."
-        else:
+        elif finished is not None and agent in finished:
+            fix = (
+                f"{agent!r} is done: it got its final observation with terminateds[{agent!r}] "
+                f"or truncateds[{agent!r}] True, and takes no more actions. {_ACTORS_HINT}"
+            )
+        elif finished is not None:
             fix = (
                 f"{agent!r} did not receive an observation in the last step; send actions only "
                 "for the agents in the last observation dict."
+            )
+        else:
+            fix = (
+                f"{agent!r} either did not receive an observation in the last step, or is "
+                f"done (it got its final observation with a done flag). {_ACTORS_HINT}"
             )
         raise ActionError(agent, action, expected=f"actions only for the actors {list(actors)}",
                           fix=fix)
@@ -149,6 +175,7 @@ def check_action_dict(
     space_of: Callable[[AgentID], gym.Space],
     mask_of: Optional[Callable[[AgentID], Any]] = None,
     why_not_actor: Optional[Callable[[AgentID], Optional[str]]] = None,
+    finished: Optional[Collection[AgentID]] = None,
 ) -> dict[AgentID, Any]:
     """Validate a whole action dict; return it with Discrete actions as plain ints.
 
@@ -160,12 +187,13 @@ def check_action_dict(
         space_of: agent -> its action space.
         mask_of: agent -> its action mask or None; None checks spaces only.
         why_not_actor: see :func:`check_keys`.
+        finished: see :func:`check_keys`.
 
     Raises:
         ActionError: the first problem found; nothing was applied.
     """
     check_keys(env_name, action_dict, actors=actors, possible_agents=possible_agents,
-               why_not_actor=why_not_actor)
+               why_not_actor=why_not_actor, finished=finished)
     return {
         agent: check_action(agent, space_of(agent), action_dict[agent],
                             None if mask_of is None else mask_of(agent))
@@ -426,7 +454,8 @@ class ActionChecker:
 
     def check_dict(self, env_name: str, action_dict: Any, *, actors: list[AgentID],
                    possible_agents: Sequence[AgentID],
-                   masks: Optional[Mapping[AgentID, Any]] = None) -> dict[AgentID, Any]:
+                   masks: Optional[Mapping[AgentID, Any]] = None,
+                   finished: Optional[Collection[AgentID]] = None) -> dict[AgentID, Any]:
         """:func:`check_action_dict` for many agents: ``{actor: action to pass on}``, actors' order.
 
         The whole dict is checked before anything is returned. In the common case
@@ -450,7 +479,8 @@ class ActionChecker:
             in_order = True
         else:
             if type(action_dict) is not dict or action_dict.keys() != set(actors):
-                check_keys(env_name, action_dict, actors=actors, possible_agents=possible_agents)
+                check_keys(env_name, action_dict, actors=actors, possible_agents=possible_agents,
+                           finished=finished)
             values = list(map(action_dict.__getitem__, actors))
             in_order = False
         check = self.check

@@ -32,6 +32,7 @@ __all__ = [
     "EPISODE_OVER",
     "NOT_CARRIED_OVER",
     "NOT_RESET",
+    "actors",
     "actors_of",
     "done_agents",
     "episode_over",
@@ -140,3 +141,32 @@ def actors_of(obs: Iterable[AgentID], terminateds: Mapping[Any, Any],
         return []
     done = done_agents(terminateds, truncateds)
     return [a for a in obs if a not in done]
+
+
+def actors(obs: Iterable[AgentID], terminateds: Optional[Mapping[Any, Any]] = None,
+           truncateds: Optional[Mapping[Any, Any]] = None) -> list[AgentID]:
+    """Return who acts next: the agents of ``obs`` that are not done, in ``obs`` order.
+
+    The public name of :func:`actors_of` (``marlhub.actors``), for the loop every hub
+    env is stepped with: after ``reset`` every agent of ``obs`` acts; after ``step``,
+    an agent whose ``terminateds`` or ``truncateds`` entry is True got its final
+    observation and acts no more, and nobody acts once ``"__all__"`` is True. The
+    vector env's ``actors`` attribute answers the same question for each copy.
+
+    Args:
+        obs: the observation dict of the last ``reset`` or ``step``.
+        terminateds: the last step's ``terminateds`` (None after ``reset``).
+        truncateds: the last step's ``truncateds`` (None after ``reset``).
+
+    Example:
+        >>> import marlhub
+        >>> env = marlhub.make("traffic", {"num_cars": 3})
+        >>> obs, infos = env.reset(seed=0)
+        >>> terminateds = truncateds = {"__all__": False}
+        >>> while not (terminateds["__all__"] or truncateds["__all__"]):
+        ...     acting = marlhub.actors(obs, terminateds, truncateds)
+        ...     obs, rewards, terminateds, truncateds, infos = env.step({a: 0 for a in acting})
+        >>> marlhub.actors(obs, terminateds, truncateds)
+        []
+    """
+    return actors_of(obs, terminateds or {}, truncateds or {})

@@ -300,7 +300,8 @@ class Registry:
 
         Raises:
             UnknownEnvError: nothing resolves ``env_id`` (with close matches).
-            ConfigError: ``config`` is not a mapping, or the env rejects it.
+            ConfigError: ``config`` is not a mapping, or the env rejects it; keyword
+                arguments without ``to`` (the config goes in ``config``).
             EnvCreationError: the creator raised a non-marlhub exception (chained).
             EntryPointError: the id's entry point does not load.
             MissingDependencyError: the family's backend is not installed.
@@ -308,14 +309,22 @@ class Registry:
             NotParallelizableError: ``to="pettingzoo.parallel"`` of a turn-based env
                 (probed on a fresh instance; ``turn_based="pad"`` takes it).
         """
+        if to is None and convert_options:
+            raise ConfigError(
+                env_id,
+                f"make() got keyword arguments {sorted(convert_options)}, which go to the "
+                "converter named by to=, and no to=",
+                fix=f"Pass the env's config as a dict: marlhub.make({env_id!r}, "
+                    f"{dict(convert_options)!r}).",
+            )
         hub = self._build(env_id, _to_context(env_id, config))
         if to is not None and to in TARGETS and TARGETS[to] is not None:
             # Refuse what the API cannot take when the env is made, on a fresh instance.
             cast(Target, TARGETS[to]).check_before(
                 lambda: self._build(env_id, _to_context(env_id, config)), **convert_options)
-        if to is None and not convert_options:
+        if to is None:
             return hub
-        return convert(hub, to=to or "marlhub", **convert_options)
+        return convert(hub, to=to, **convert_options)
 
     def _build(self, env_id: str, ctx: EnvContext) -> Any:
         """Call the creator (or the family) of ``env_id`` and bring the result to the hub."""

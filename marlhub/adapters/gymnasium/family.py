@@ -43,9 +43,15 @@ class GymnasiumFamily:
     )
 
     def ids(self) -> Iterable[tuple[str, str]]:
-        """Yield ``(id, description)`` for every env in ``gymnasium.registry``."""
+        """Yield ``(id, description)`` for every env in ``gymnasium.registry`` that can load.
+
+        Left out: the ids Gymnasium keeps only to say where they went (MuJoCo's v2 and
+        v3 envs, whose entry point raises that they moved to gymnasium-robotics).
+        Making one still says so.
+        """
         for env_id, spec in sorted(gym.registry.items()):
-            yield f"{self.name}/{env_id}", _describe(spec)
+            if not _moved(spec):
+                yield f"{self.name}/{env_id}", _describe(spec)
 
     def make(self, rest: str, config: EnvContext) -> Any:
         """Build ``gymnasium/<rest>`` with ``config``.
@@ -82,6 +88,12 @@ class GymnasiumFamily:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}/...>"
+
+
+def _moved(spec: Any) -> bool:
+    """Tell whether a spec's entry point only raises that the env moved elsewhere."""
+    name = getattr(spec.entry_point, "__name__", "")
+    return not isinstance(spec.entry_point, str) and name.startswith("_raise")
 
 
 def _describe(spec: Any) -> str:
