@@ -49,3 +49,38 @@ def test_missing_dependency_names_the_extra() -> None:
 
 def test_closest_finds_family_members_by_their_last_part() -> None:
     assert E.closest("leduc_poker", ["openspiel/leduc_poker", "traffic"]) == ["openspiel/leduc_poker"]
+
+
+def test_reset_needed_error_takes_an_env_name_and_reason_or_a_whole_message() -> None:
+    assert str(E.ResetNeededError("Nim", "reset() has not been called yet")) == (
+        "Nim.step() was called but reset() has not been called yet. Call reset() to start a "
+        "new episode.")
+    assert str(E.ResetNeededError("Nim")).startswith("Nim.step() was called but the episode is over")
+    own = E.ResetNeededError("Nim is over: call reset() before step().")
+    assert str(own) == "Nim is over: call reset() before step()." and own.env_name == ""
+
+
+def test_remote_env_error_names_the_key_of_the_time_limit_that_ran_out() -> None:
+    assert "{'connect_timeout': seconds}" in str(E.RemoteEnvError("h:1", "connect", "no answer"))
+    assert "{'timeout': seconds}" in str(E.RemoteEnvError("h:1", "Step", "no answer"))
+
+
+@pytest.mark.parametrize(("config", "cause", "hint"), [
+    ({}, ImportError("MuJoCo is not installed"), "A package the env needs is missing"),
+    ({"size": 3}, ImportError("no module x"), "A package the env needs is missing"),
+    ({}, ValueError("bad board"), "The env's creator raised without any config"),
+    ({"size": 3}, ValueError("size must be odd"), "Check the config against what the env's"),
+])
+def test_env_creation_error_blames_the_config_only_when_there_is_one(
+        config: dict, cause: Exception, hint: str) -> None:
+    message = str(E.EnvCreationError("my_env", config, cause))
+    assert hint in message and "check the config" not in message.lower().replace(
+        "check the config against", "")
+
+
+def test_make_with_config_as_keyword_arguments_says_to_pass_a_dict() -> None:
+    with pytest.raises(E.ConfigError, match=r"make\(\) got keyword arguments \['num_cars'\], "
+                       r".*Pass the env's config as a dict: marlhub.make\('traffic', "
+                       r"\{'num_cars': 3\}\)"):
+        marlhub.make("traffic", num_cars=3)
+    assert marlhub.make("traffic", {"num_cars": 3}).possible_agents[-1] == "light"

@@ -97,13 +97,6 @@ def check_keys(
             observation with a done flag), so the message tells a finished agent from one
             that got no observation; None when the caller does not keep them, and the
             message names both possibilities.
-
-    Example:
-        >>> check_keys("Traffic", {"car_0": 1}, actors=["car_1"], possible_agents=["car_0", "car_1"],
-        ...            finished={"car_0"})
-        Traceback (most recent call last):
-        ...
-        marlhub.errors.ActionError: Bad action for 'car_0': got 1, expected actions only for the actors ['car_1']. 'car_0' is done: it got its final observation with terminateds['car_0'] or truncateds['car_0'] True, and takes no more actions. The actors are the agents of the last observation dict that are not done: marlhub.actors(obs, terminateds, truncateds).
     """
     if not isinstance(action_dict, Mapping):
         raise ActionError(

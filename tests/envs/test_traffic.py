@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import marlhub
 from marlhub.core import ALL
 from marlhub.envs import Traffic
 from marlhub.envs.traffic import EXIT_REWARD, LIGHT, WAIT_COST
@@ -234,3 +235,21 @@ def test_contract_runs_end_both_ways_and_vary_the_groups(contract):
     episodes = [contract(Traffic({"max_steps": 25}), seed) for seed in range(20)]
     assert {e.ended_by for e in episodes} == {"terminated", "truncated"}
     assert {1, 2, 3} <= {n for e in episodes for n in e.actor_counts}
+
+
+def test_an_action_for_a_car_that_left_says_it_is_done_and_moves_nothing():
+    """The README's loop, sending actions to every agent of obs, meets a car's final obs."""
+    env, twin = Traffic({"num_cars": 3}), Traffic({"num_cars": 3})
+    obs, _ = env.reset(seed=0)
+    twin.reset(seed=0)
+    terminateds: dict = {}
+    while not terminateds.get("car_0"):
+        actions = {a: 1 for a in marlhub.actors(obs, terminateds, {})}
+        obs, _, terminateds, _, _ = env.step(actions)
+        twin.step(actions)
+    assert "car_0" in obs and "car_0" not in marlhub.actors(obs, terminateds, {})
+    with pytest.raises(ActionError, match=r"Bad action for 'car_0': got 1, .*'car_0' is done: it "
+                                          r"got its final observation .*marlhub\.actors\(obs"):
+        env.step({a: 1 for a in obs})
+    actions = {a: 1 for a in marlhub.actors(obs, terminateds, {})}
+    assert repr(env.step(actions)) == repr(twin.step(actions))

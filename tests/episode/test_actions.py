@@ -149,8 +149,19 @@ def test_a_whole_dict_is_checked_before_anything_and_hints_differ() -> None:
     spaces = {"a": DISCRETE, "b": DISCRETE}
     kwargs: dict[str, Any] = dict(actors=["a"], possible_agents=["a", "b"],
                                   space_of=spaces.__getitem__)
-    with pytest.raises(ActionError, match="'b' did not receive an observation"):
+    # Without the finished agents, the hint names both reasons an agent may not act.
+    with pytest.raises(ActionError, match="'b' either did not receive an observation in the last "
+                                          r"step, or is done .*marlhub\.actors\(obs, "):
         check_action_dict("E", {"a": 0, "b": 0}, **kwargs)
+    with pytest.raises(ActionError, match="'b' did not receive an observation in the last step; "):
+        check_action_dict("E", {"a": 0, "b": 0}, **kwargs, finished=())
+    with pytest.raises(ActionError, match=r"'b' is done: it got its final observation with "
+                                          r"terminateds\['b'\] or truncateds\['b'\] True"):
+        check_action_dict("E", {"a": 0, "b": 0}, **kwargs, finished={"b"})
+    checker = ActionChecker(spaces.__getitem__)
+    with pytest.raises(ActionError, match="'b' is done: "):
+        checker.check_dict("E", {"a": 0, "b": 0}, actors=["a"], possible_agents=["a", "b"],
+                           finished=["b"])
     with pytest.raises(ActionError, match="'z' is not an agent of E; its agents are"):
         check_action_dict("E", {"a": 0, "z": 0}, **kwargs)
     with pytest.raises(ActionError, match="Add an action for 'a'"):

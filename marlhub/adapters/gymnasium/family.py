@@ -46,7 +46,8 @@ class GymnasiumFamily:
         """Yield ``(id, description)`` for every env in ``gymnasium.registry`` that can load.
 
         Left out: the ids Gymnasium keeps only to say where they went (MuJoCo's v2 and
-        v3 envs, whose entry point raises that they moved to gymnasium-robotics).
+        v3 envs, moved to gymnasium-robotics; ``GymV21Environment`` and
+        ``GymV26Environment``, moved to Shimmy): their entry point only raises that.
         Making one still says so.
         """
         for env_id, spec in sorted(gym.registry.items()):

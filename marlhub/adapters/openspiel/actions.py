@@ -105,7 +105,8 @@ class ActionChecks:
 
     def _check_keys(self, action_dict: Any) -> None:
         check_keys(game_string(self.game), action_dict, actors=self.actors,
-                   possible_agents=self._ids)
+                   possible_agents=self._ids,
+                   finished=())  # every player's part ends with the game
 
     def _as_action(self, aid: Any, action: Any) -> int:
         action = check_action(aid, self._action_space, action)

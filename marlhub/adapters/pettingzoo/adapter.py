@@ -250,7 +250,12 @@ class PettingZooEnv(_PettingZooBase):
         """Validate ``action_dict`` completely; return the actor's action."""
         actor = self._actor
         if type(action_dict) is not dict or len(action_dict) != 1 or actor not in action_dict:
-            check_keys(self._name, action_dict, actors=[actor], possible_agents=self.possible_agents)
+            # Agents leave PettingZoo's ``agents`` when done; where agents also join late,
+            # one that is not there may not have come yet, and the message says both.
+            finished = None if self._growing_agents else [
+                a for a in self.possible_agents if a not in self._holder.agents]
+            check_keys(self._name, action_dict, actors=[actor], possible_agents=self.possible_agents,
+                       finished=finished)
         action = action_dict[actor]
         return self._checker.check(actor, action, raw_action_mask(self._actor_obs, self._actor_info))
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
+import marlhub
 from marlhub import ALL
 from marlhub.adapters import to_hub
 from marlhub.adapters.gymnasium import (
@@ -27,6 +28,7 @@ from marlhub.errors import (
     ActionError,
     AgentIdError,
     ConfigError,
+    EnvCreationError,
     ProtocolError,
     ResetNeededError,
     UnknownEnvError,
@@ -305,10 +307,20 @@ def test_detection_and_to_hub() -> None:
 # -- the registry family -------------------------------------------------------------------
 
 
-def test_family_lists_gymnasiums_registry() -> None:
+def test_family_lists_gymnasiums_registry_but_the_ids_that_only_say_they_moved() -> None:
     ids = dict(GymnasiumFamily().ids())
-    assert len(ids) == len(gym.registry)
+    moved = [i for i, spec in gym.registry.items()
+             if getattr(spec.entry_point, "__name__", "") in ("_raise_mujoco_py_error",
+                                                             "_raise_shimmy_error")]
+    assert "Ant-v2" in moved and "Ant-v5" in gym.registry
+    assert len(ids) == len(gym.registry) - len(moved)
+    assert "gymnasium/Ant-v2" not in ids and "gymnasium/Ant-v5" in ids
     assert ids["gymnasium/FrozenLake-v1"].startswith("FrozenLakeEnv (gymnasium.envs.toy_text")
+    # Made anyway, one says where it went, and that no config is at fault.
+    with pytest.warns(DeprecationWarning), pytest.raises(
+            EnvCreationError, match=r"moved to the gymnasium-robotics project.*A package the env "
+                                    r"needs is missing or moved"):
+        marlhub.make("gymnasium/Ant-v2")
 
 
 def test_family_makes_envs_through_a_registry() -> None:

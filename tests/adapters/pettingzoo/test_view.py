@@ -10,6 +10,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+import marlhub
+
 pettingzoo = pytest.importorskip("pettingzoo")
 
 import warnings  # noqa: E402
@@ -273,6 +275,17 @@ def test_conversions_unwrap() -> None:
     assert type(par_view) is HubParallelEnv and par_view.hub_env is hub
     native = pettingzoo.make("parallel", "classic/rps-v2")
     assert type(to_pettingzoo(native)) is HubAECEnv  # parallel -> AEC goes through the hub
+
+
+def test_the_unwrap_identity_holds_for_native_envs_and_views_unwrap_to_their_hub_env() -> None:
+    """What the README says of ``to_pettingzoo(from_pettingzoo(e)) is e``, case by case."""
+    native = pettingzoo.make("aec", "classic/tictactoe-v3")
+    assert to_pettingzoo(from_pettingzoo(native)) is native
+    view = marlhub.make("tic_tac_toe", to="pettingzoo.aec")  # a view of a hub env
+    hub = from_pettingzoo(view)
+    assert hub is view.hub_env
+    again = to_pettingzoo(hub)  # a new view of the same env, which shares its state
+    assert again is not view and again.hub_env is view.hub_env
 
 
 # -- errors ------------------------------------------------------------------------

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+import marlhub
+
 grpc = pytest.importorskip("grpc")
 from dm_env_rpc.v1 import connection as dm_connection  # noqa: E402
 from dm_env_rpc.v1 import dm_env_rpc_pb2, error, tensor_utils  # noqa: E402
@@ -88,6 +90,10 @@ def test_no_server_at_the_address_is_a_clear_error() -> None:
     with pytest.raises(RemoteEnvError, match=f"127.0.0.1:{port} failed in connect: no server "
                        "accepted the connection within 0.5s"):
         connect(f"127.0.0.1:{port}", connect_timeout=0.5)
+    # The hint names the config key that gives the connection longer.
+    with pytest.raises(RemoteEnvError, match=r"marlhub.make\('remote/HOST:PORT', "
+                                             r"\{'connect_timeout': seconds\}\)"):
+        marlhub.make(f"remote/127.0.0.1:{port}", {"connect_timeout": 0.5})
 
 
 def test_a_client_that_goes_away_frees_its_world(served: Any) -> None:
