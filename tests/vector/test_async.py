@@ -192,9 +192,12 @@ def test_a_killed_worker_raises_naming_its_copies_within_seconds() -> None:
 
 
 def test_a_hang_times_out_and_close_ends_it() -> None:
+    # Start-up and reset get the usual time (a loaded machine may take over 0.5 s to start
+    # a worker); the hanging step gets 0.5 s.
     venv = AsyncVectorMultiAgentEnv([functools.partial(Sleeps, 30.0)], num_workers=1,
-                                    timeout=0.5)
+                                    timeout=TIMEOUT)
     venv.reset(seed=0)
+    venv.timeout = 0.5
     with pytest.raises(WorkerError, match="did not answer within 0.5 s"):
         venv.step([{"player1": 0, "player2": 0}])
     started = time.monotonic()
