@@ -135,6 +135,15 @@ class _PettingZooBase(MultiAgentEnv):
         return self._native.state()
 
     @property
+    def state_space(self) -> Any:
+        """The native env's ``state_space``, the space of :meth:`state`.
+
+        Raises:
+            AttributeError: the native env has none (``hasattr`` says False).
+        """
+        return self._native.state_space
+
+    @property
     def get_sub_environments(self) -> Any:
         """The innermost native env (RLlib's name; a property there too)."""
         return self._native.unwrapped

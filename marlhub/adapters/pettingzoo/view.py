@@ -11,7 +11,8 @@ The parallel view needs every live agent to act in every step; a hub step
 where only some do raises :class:`~marlhub.errors.NotParallelizableError`,
 unless ``turn_based="pad"``: then idle agents get their last observation (a
 zero-like one before their first), ``infos[a]["is_acting"]`` says who acts,
-and idle agents' actions are ignored.
+and the actions of every possible agent that does not act now are ignored (learners
+with fixed agent slots, skrl's among them, send one for every possible agent).
 
 This module imports PettingZoo (its classes are subclasses of PettingZoo's);
 :mod:`marlhub.adapters.pettingzoo` imports it only when asked to convert.
@@ -131,6 +132,28 @@ class _HubFacade:
         space = self._act_spaces.get(agent)
         if space is None:
             space = self._act_spaces[agent] = self._act_space_of(agent)
+        return space
+
+    @property
+    def observation_spaces(self) -> dict[AgentID, gym.Space]:
+        """Every possible agent's observation space: the dict PettingZoo's base classes declare."""
+        return {agent: self.observation_space(agent) for agent in self.possible_agents}
+
+    @property
+    def action_spaces(self) -> dict[AgentID, gym.Space]:
+        """Every possible agent's action space: the dict PettingZoo's base classes declare."""
+        return {agent: self.action_space(agent) for agent in self.possible_agents}
+
+    @property
+    def state_space(self) -> gym.Space:
+        """The hub env's ``state_space``, the space of :meth:`state`, where it has one.
+
+        Raises:
+            AttributeError: the hub env has none (so ``hasattr`` says False, as learners ask).
+        """
+        space = getattr(self.hub_env, "state_space", None)
+        if space is None:
+            raise AttributeError(f"{type(self.hub_env).__name__} has no global state_space.")
         return space
 
     def _mask_of(self, obs: Any, info: Any) -> Any:
@@ -332,7 +355,8 @@ class HubParallelEnv(_HubFacade, ParallelEnv):
         hub_env: any hub env.
         turn_based: ``"raise"`` (a step where only some live agents act raises
             :class:`NotParallelizableError`) or ``"pad"`` (idle agents get their
-            last observation, ``infos[a]["is_acting"]`` False, their actions ignored).
+            last observation, ``infos[a]["is_acting"]`` False; the actions of agents
+            that do not act now, idle, not come yet or done, are ignored).
     """
 
     _marlhub_view_of_hub = True
@@ -408,7 +432,8 @@ class HubParallelEnv(_HubFacade, ParallelEnv):
             ResetNeededError: before ``reset()``, once no agent is left, or after a
                 turn-based step raised.
             ActionError: an actor without an action, an action for an agent that is not
-                live, or an action outside its space or mask; nothing was applied.
+                live (taken and ignored with ``turn_based="pad"``), or an action outside its
+                space or mask; nothing was applied.
             NotParallelizableError: the hub env's next step is turn-based
                 (``turn_based="raise"``); the hub step itself was applied.
         """
@@ -417,11 +442,15 @@ class HubParallelEnv(_HubFacade, ParallelEnv):
         name = type(self.hub_env).__name__
         if not isinstance(actions, Mapping):
             check_keys(name, actions, actors=actors, possible_agents=self.possible_agents)
-        # Idle agents' actions (turn_based="pad") are ignored; anyone else's are refused.
-        idle = set(self.agents) - set(actors)
-        relevant = {a: v for a, v in actions.items() if a not in idle}
+        # With turn_based="pad", the actions of every possible agent that does not act now
+        # (idle, not come yet, or done) are ignored, as learners with fixed agent slots send
+        # them (skrl); without it, only the actors' actions are taken.
+        ignored = (set(self.agents) - set(actors) if self.turn_based == "raise"
+                   else set(self.possible_agents) - set(actors))
+        relevant = {a: v for a, v in actions.items() if a not in ignored}
         if len(relevant) != len(actors) or any(a not in relevant for a in actors):
-            check_keys(name, relevant, actors=actors, possible_agents=self.possible_agents)
+            check_keys(name, relevant, actors=actors, possible_agents=self.possible_agents,
+                       finished=self._finished)
         for agent in actors:
             check_action(agent, self.action_space(agent), actions[agent],
                          self._mask_of(self._last_obs.get(agent), self._last_infos.get(agent)))

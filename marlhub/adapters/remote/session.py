@@ -159,7 +159,12 @@ class Session:
         world = self.host.get(request.world_name, "JoinWorld")
         settings = read_settings("JoinWorld", request.settings, ("agents", "agent", "direct"))
         agents, prefixed = self._agents_of(world, settings)
-        direct = bool(settings.get("direct", False))
+        direct = settings.get("direct", False)
+        if not isinstance(direct, (bool, np.bool_)):  # "no" and 0.5 are no answer
+            shown = direct.item() if isinstance(direct, np.generic) else direct
+            raise RemoteRequestError("JoinWorld", f"setting direct must be a bool, got "
+                                     f"{type(shown).__name__} {shown!r}", code="INVALID_ARGUMENT")
+        direct = bool(direct)
         if direct and len(agents) != len(world.possible_agents):
             raise RemoteRequestError("JoinWorld", "a direct connection acts for every agent",
                                      code="INVALID_ARGUMENT")

@@ -253,6 +253,32 @@ def test_padding_gives_idle_agents_their_last_observation() -> None:
     assert rewards == {mover: 0.0, idle: 0.0}
 
 
+def test_padding_ignores_actions_for_every_possible_agent_that_does_not_act() -> None:
+    """As native parallel envs do, and as learners with fixed agent slots (skrl) need."""
+    par = to_pettingzoo(Traffic({"num_cars": 3}), api="parallel", turn_based="pad")
+    twin = Traffic({"num_cars": 3})
+    obs, infos = par.reset(seed=0)
+    twin_obs, _ = twin.reset(seed=0)
+    terminateds: dict = {}
+    seen_gone = False
+    while par.agents:
+        actors = [a for a in par.agents if infos[a].get("is_acting", True)]
+        assert sorted(actors) == sorted(marlhub.actors(twin_obs, terminateds, {}))
+        every = {a: 1 for a in par.possible_agents}  # cars not come yet and gone ones too
+        obs, rewards, terms, truncs, infos = par.step(every)
+        twin_obs, twin_rewards, terminateds, _, _ = twin.step({a: 1 for a in actors})
+        assert rewards == {a: twin_rewards.get(a, 0) for a in rewards}
+        seen_gone = seen_gone or any(terms.values())
+    assert seen_gone
+    with pytest.raises(ActionError, match="'nobody' is not an agent"):  # unknown: refused
+        par.reset(seed=0)
+        par.step({"nobody": 1, **{a: 1 for a in par.possible_agents}})
+    strict = to_pettingzoo(Traffic({"num_cars": 3}), api="parallel")  # turn_based="raise"
+    strict.reset(seed=0)
+    with pytest.raises(ActionError, match="'car_1' did not receive an observation"):
+        strict.step({a: 1 for a in strict.possible_agents})
+
+
 def test_aec_view_walks_the_actors_and_buffers_actions() -> None:
     env = to_pettingzoo(RockPaperScissors())
     env.reset(seed=0)
@@ -441,3 +467,35 @@ def test_agents_that_never_observe_see_a_zero_like_observation() -> None:
     _quietly(seed_test, lambda: to_pettingzoo(Bystander()), num_cycles=20)
     report = check(lambda: PettingZooEnv(to_pettingzoo(Bystander())), episodes=2, strict=True)
     assert report.ok, str(report)
+
+
+# -- what PettingZoo's base classes declare, and learners read (skrl, AgileRL, BenchMARL) --
+
+@pytest.mark.parametrize("api", ["aec", "parallel"])
+@pytest.mark.parametrize("env_id", ["rock_paper_scissors", "traffic", "mpe2/simple_spread-v3"])
+def test_views_carry_every_attribute_their_base_class_declares(env_id: str, api: str) -> None:
+    if env_id.startswith("mpe2/"):
+        pytest.importorskip("mpe2")
+    hub = marlhub.make(env_id)
+    # The view classes themselves (to_pettingzoo would hand a PettingZoo source back unwrapped).
+    view = HubAECEnv(hub) if api == "aec" else HubParallelEnv(hub, turn_based="pad")
+    base = pettingzoo.AECEnv if api == "aec" else pettingzoo.ParallelEnv
+    assert isinstance(view, base) and view.unwrapped is view
+    assert view.possible_agents == hub.possible_agents
+    assert view.max_num_agents == len(hub.possible_agents)
+    assert view.observation_spaces == {a: hub.get_observation_space(a) for a in view.possible_agents}
+    assert view.action_spaces == {a: hub.get_action_space(a) for a in view.possible_agents}
+    for agent in view.possible_agents:  # the same objects each time
+        assert view.observation_spaces[agent] is view.observation_space(agent)
+        assert view.action_spaces[agent] is view.action_space(agent)
+    assert isinstance(view.metadata, dict) and view.metadata["name"]
+    assert view.render_mode == getattr(hub, "render_mode", None)
+    view.reset(seed=0)
+    assert view.num_agents == len(view.agents) > 0
+    if env_id.startswith("mpe2/"):  # a source with a global state: its space and its value
+        assert view.state_space == hub.state_space
+        assert view.state() in view.state_space
+    else:
+        assert not hasattr(view, "state_space")
+        with pytest.raises(NotImplementedError, match="has no state"):
+            view.state()
