@@ -115,6 +115,7 @@ class _HubFacade:
 
     hub_env: Any
     metadata: dict[str, Any]
+    possible_agents: list[AgentID]
     _obs_spaces: dict[AgentID, gym.Space]
     _act_spaces: dict[AgentID, gym.Space]
     _obs_space_of: Callable[[AgentID], gym.Space]
