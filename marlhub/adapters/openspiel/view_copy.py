@@ -16,7 +16,8 @@ fast:
   ``copy.deepcopy`` on big tables such as a Taxi's transition table), with
   classes, functions and whatever the caller shares kept by reference, as
   ``copy.deepcopy`` keeps them, and objects that define ``__deepcopy__``
-  (numpy arrays, ``OpenSpielEnv``) copied by it.
+  (numpy arrays, ``OpenSpielEnv``) copied by it. What an env only draws with
+  (pygame's fonts and surfaces, which neither pickle nor copy) is shared too.
 
 Shared references survive (one copy per object), as with ``copy.deepcopy``;
 anything the pickler refuses falls back to ``copy.deepcopy``.
@@ -140,10 +141,20 @@ def _is_plain(cls: type) -> bool:
     )
 
 
+def _renders_only(cls: type) -> bool:
+    """Whether ``cls`` is pygame's (a font, a surface, a window): what an env only draws with.
+
+    Such objects neither pickle nor deep-copy (MPE2's envs hold a ``Font`` from
+    construction), and a copy of an episode has no use for a copy of them: the
+    copy shares them, as a copy shares classes.
+    """
+    return cls.__module__.partition(".")[0] == "pygame"
+
+
 def _route(cls: type) -> int:
     route = _ROUTES.get(cls)
     if route is None:
-        if issubclass(cls, _BY_REFERENCE):
+        if issubclass(cls, _BY_REFERENCE) or _renders_only(cls):
             route = _KEEP
         elif getattr(cls, "__deepcopy__", None) is not None:
             route = _DEEPCOPY

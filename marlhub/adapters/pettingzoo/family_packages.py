@@ -145,13 +145,6 @@ class Mpe2Family(PackageFamily):
     modules = "mpe2"
     extra = "mpe2"
     env_label = "MPE2"
-    package_faults = {
-        "target.openspiel": (
-            "MPE2 1.1.1's envs hold a pygame Font from construction, which cannot be copied, and "
-            "copy.deepcopy of one mid-episode is a new env back at its start (gymnasium's "
-            "EzPickle), so OpenSpiel cannot clone a state; reproduce: env.reset(seed=0); "
-            "env.step(...); copy.deepcopy(env)"),
-    }
 
 
 class MAgent2Family(PackageFamily):

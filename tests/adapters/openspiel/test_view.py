@@ -391,3 +391,32 @@ def test_an_unbounded_env_ends_at_the_games_declared_length() -> None:
         moves += 1
     assert moves == 30
     pyspiel.random_sim_test(game, num_sims=2, serialize=False, verbose=False)
+
+
+def test_clones_share_what_an_env_only_draws_with_so_mpe2_games_clone() -> None:
+    """MPE2's envs hold a pygame Font from construction, which neither pickles nor copies."""
+    pytest.importorskip("mpe2")
+    from marlhub.adapters.openspiel.view_copy import snapshot
+
+    env = marlhub.make("mpe2/simple_spread-v3")
+    obs, _ = env.reset(seed=0)
+    obs = env.step({agent: 1 for agent in obs})[0]
+    clone = snapshot(env)
+    native, native_clone = env.get_sub_environments, clone.get_sub_environments
+    assert type(native.game_font).__module__.startswith("pygame")
+    assert native_clone is not native and native_clone.game_font is native.game_font  # shared
+    assert native_clone.screen is native.screen
+    actions = {agent: 2 for agent in obs}
+    a, b = env.step(actions), clone.step(actions)  # the episode carried over: both go on
+    assert repr(a) == repr(b)
+    game = to_openspiel(lambda: marlhub.make("mpe2/simple_spread-v3", {"max_cycles": 5}),
+                        short_name="marlhub_test_mpe2_spread")
+    pyspiel.random_sim_test(game, num_sims=2, serialize=False, verbose=False)
+    state = game.new_initial_state()
+    for _ in range(3):  # a clone goes on from where its state was, apart from it
+        state.apply_action(state.legal_actions()[0])
+    twin = state.clone()
+    for current in (state, twin):
+        while not current.is_terminal():
+            current.apply_action(current.legal_actions()[-1])
+    assert twin.returns() == state.returns() and twin.history() == state.history()
