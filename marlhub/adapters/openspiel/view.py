@@ -152,9 +152,10 @@ def to_openspiel(
         long_name: the display name; default the class name.
         dynamics: ``"sequential"`` (one actor per step; the state's
             ``current_player()`` is its player), ``"simultaneous"`` (every
-            decision node is simultaneous; players not acting have no legal
-            action), or ``"auto"``: simultaneous when a probe episode has a step
-            with several actors.
+            decision node is simultaneous; a player that does not act in the env
+            there has one legal action, ``PASS`` (0), which the env never sees),
+            or ``"auto"``: simultaneous when a probe episode has a step with
+            several actors.
         reward_model: ``"rewards"``, ``"terminal"`` (what ``open_spiel``'s MCTS
             requires; ``returns()`` still sums every reward), or ``"auto"``:
             terminal unless a probe episode rewards before its last step.

@@ -30,7 +30,7 @@ from marlhub.core import ALL
 from marlhub.errors import EnvContractError
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask
 
-__all__ = ["EpisodeSlot", "GameSpec", "HubEpisode", "HubObserver", "HubState", "describe",
+__all__ = ["EpisodeSlot", "GameSpec", "HubEpisode", "HubObserver", "HubState", "PASS", "describe",
            "flat_size"]
 
 # Any, not ModuleType: this module subclasses pyspiel.State (an untyped extension module).
@@ -79,6 +79,9 @@ def flat_size(space: gym.Space) -> Optional[int]:
         return None
     return int(gym.spaces.flatdim(space))
 
+
+#: The one legal action, ignored, of a player that does not act at a simultaneous node.
+PASS = 0
 
 #: Arrays longer than this are described by a digest of their bytes, not their values.
 _LISTED = 256
@@ -177,7 +180,10 @@ class HubEpisode:
 
     def legal(self, player: int) -> list[int]:
         if player not in self.actors:
-            return []
+            # At a simultaneous node every player moves in OpenSpiel, and its agents
+            # (RandomAgent, the rl_agent most tutorials start with) need an action to
+            # pick: a player that does not act in the env gets PASS, which is ignored.
+            return [PASS] if self.spec.simultaneous and not self.over else []
         agent = self.spec.agents[player]
         mask = find_action_mask(self.obs[agent], self.infos.get(agent))
         size = self.spec.sizes[player]

@@ -420,3 +420,27 @@ def test_clones_share_what_an_env_only_draws_with_so_mpe2_games_clone() -> None:
         while not current.is_terminal():
             current.apply_action(current.legal_actions()[-1])
     assert twin.returns() == state.returns() and twin.history() == state.history()
+
+
+def test_openspiels_random_agents_play_simultaneous_nodes_where_some_players_do_not_act() -> None:
+    """A player that does not act gets one legal action, PASS, which the env never sees."""
+    from open_spiel.python import rl_environment
+    from open_spiel.python.algorithms import random_agent
+
+    from marlhub.adapters.openspiel.view_state import PASS
+
+    game = to_openspiel(lambda: Traffic({"num_cars": 3}), short_name="marlhub_test_traffic_rl",
+                        dynamics="simultaneous")
+    state = game.new_initial_state()
+    legal = [state.legal_actions(p) for p in range(game.num_players())]
+    assert [len(actions) > 0 for actions in legal] == [True] * game.num_players()
+    assert legal[1] == [PASS]  # car_1 has not entered the road yet
+    env = rl_environment.Environment(game, seed=0)
+    agents = [random_agent.RandomAgent(player_id=p, num_actions=game.num_distinct_actions())
+              for p in range(game.num_players())]
+    for _ in range(3):
+        time_step = env.reset()
+        while not time_step.last():
+            time_step = env.step([agent.step(time_step).action for agent in agents])
+        assert len(time_step.rewards) == game.num_players()
+    pyspiel.random_sim_test(game, num_sims=3, serialize=False, verbose=False)
