@@ -126,6 +126,13 @@ class GymnasiumMultiEnv(MultiAgentEnv):
         self._env_of = dict(zip(ids, envs))
         self._cannot_step: Optional[str] = NOT_RESET
 
+    @property
+    def max_steps(self) -> Optional[int]:
+        """The copies' longest time limit (spec ``max_episode_steps``): they step together."""
+        limits: list[Any] = [getattr(getattr(e, "spec", None), "max_episode_steps", None)
+                             for e in self.envs]
+        return max(limits) if all(type(limit) is int for limit in limits) else None
+
     def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
     ) -> ResetResult:

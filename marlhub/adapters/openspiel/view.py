@@ -162,7 +162,9 @@ def to_openspiel(
         zero_sum: declare the game zero-sum; None: when the probe's returns sum to 0.
         utility_range: ``(min_utility, max_utility)`` of the GameInfo.
         max_game_length: the GameInfo's bound; default the env's ``max_steps``
-            attribute when it is an int, else 10000. An episode still running then
+            when it is an int (the length the source declares: a built-in env's
+            ``max_steps``, PettingZoo's ``max_cycles`` in hub steps, a Gymnasium
+            spec's ``max_episode_steps``, VMAS's ``max_steps``), else 10000. An episode still running then
             ends there (as truncated: the returns stand as they are), so the game keeps
             the bound it declares.
         probe_episodes: random episodes played to probe the env (0: none; then

@@ -134,6 +134,21 @@ class _PettingZooBase(MultiAgentEnv):
         """Return the native env's global ``state()`` (for centralised critics)."""
         return self._native.state()
 
+    #: Whether a PettingZoo cycle is a hub step per agent (AEC) or one hub step (parallel).
+    _step_per_agent = False
+
+    @property
+    def max_steps(self) -> Optional[int]:
+        """The most hub steps an episode takes, from the native env's ``max_cycles``, or None.
+
+        A parallel step is one cycle; an AEC cycle is one turn per agent. Read by
+        :func:`~marlhub.adapters.openspiel.to_openspiel` for the game's declared length.
+        """
+        cycles = getattr(self.get_sub_environments, "max_cycles", None)
+        if type(cycles) is not int:
+            return None
+        return cycles * len(self.possible_agents) if self._step_per_agent else cycles
+
     @property
     def state_space(self) -> Any:
         """The native env's ``state_space``, the space of :meth:`state`.
@@ -215,6 +230,8 @@ class PettingZooEnv(_PettingZooBase):
     Args:
         env: a PettingZoo ``AECEnv`` (wrapped or not).
     """
+
+    _step_per_agent = True
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)

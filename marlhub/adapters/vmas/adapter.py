@@ -111,6 +111,12 @@ class VmasHubEnv(MultiAgentEnv):
         self._cannot_step: Optional[str] = NOT_RESET
         self._name = type(self).__name__
 
+    @property
+    def max_steps(self) -> Optional[int]:
+        """VMAS's own time limit (``max_steps`` of ``make_env``), or None for none."""
+        limit = self.vmas_env.max_steps
+        return int(limit) if limit is not None else None
+
     def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
     ) -> ResetResult:

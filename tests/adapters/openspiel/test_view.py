@@ -444,3 +444,19 @@ def test_openspiels_random_agents_play_simultaneous_nodes_where_some_players_do_
             time_step = env.step([agent.step(time_step).action for agent in agents])
         assert len(time_step.rewards) == game.num_players()
     pyspiel.random_sim_test(game, num_sims=3, serialize=False, verbose=False)
+
+
+@pytest.mark.parametrize(("env_id", "config", "length"), [
+    ("mpe2/simple_spread-v3", {"max_cycles": 30}, 90),  # AEC: a turn per agent a cycle
+    ("mpe2/simple_spread-v3", {"max_cycles": 30, "api": "parallel"}, 30),
+    ("gymnasium/CartPole-v1", {"num_agents": 2}, 500),  # the spec's max_episode_steps
+    ("traffic", {"max_steps": 40}, 40),
+    ("pettingzoo/classic/connect_four-v3", {}, 10_000),  # nothing declared
+])
+def test_max_game_length_is_the_length_the_source_declares(env_id: str, config: dict,
+                                                           length: int) -> None:
+    if env_id.startswith("mpe2/"):
+        pytest.importorskip("mpe2")
+    game = to_openspiel(lambda: marlhub.make(env_id, config), probe_episodes=1,
+                        short_name=f"marlhub_test_length_{abs(hash((env_id, str(config))))}")
+    assert game.max_game_length() == length
