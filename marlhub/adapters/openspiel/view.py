@@ -32,7 +32,7 @@ import gymnasium as gym
 
 from marlhub.adapters.apis import to_hub
 from marlhub.adapters.openspiel.games import import_pyspiel
-from marlhub.adapters.openspiel.view_copy import snapshot
+from marlhub.adapters.openspiel.view_copy import require_copies, snapshot
 from marlhub.adapters.openspiel.view_state import (
     GameSpec,
     HubEpisode,
@@ -175,7 +175,8 @@ def to_openspiel(
         The loaded ``pyspiel.Game``.
 
     Raises:
-        ConfigError: an action space that is not Discrete, or a bad option.
+        ConfigError: an action space that is not Discrete, an env whose copies in an
+            episode start over (OpenSpiel clones states), or a bad option.
         EnvRegistrationError: ``short_name`` belongs to another OpenSpiel game.
     """
     from marlhub.adapters.openspiel.adapter import OpenSpielEnv
@@ -199,6 +200,7 @@ def to_openspiel(
     obs_sizes = [flat_size(env.get_observation_space(a)) for a in agents]
     tensor_size = (max(cast("list[int]", obs_sizes)) if all(s is not None for s in obs_sizes)
                    else None)
+    require_copies(name, env, seed)
     probe = None
     if probe_episodes > 0 and ("auto" in (dynamics, reward_model) or zero_sum is None):
         probe = _Probe(make, probe_episodes, seed, max_steps=10_000)

@@ -49,7 +49,11 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["snapshot"]
+from marlhub.episode.play import RandomEpisode, action_space_getter, random_actions
+from marlhub.errors import ConfigError, ResetNeededError
+from marlhub.spaces import ActionSampler
+
+__all__ = ["require_copies", "snapshot"]
 
 #: pickle's own constructor call (its NEWOBJ opcode), missing from typeshed.
 _NEWOBJ: Any = getattr(copyreg, "__newobj__")
@@ -94,6 +98,40 @@ def snapshot(value: Any, shared: Iterable[Any] = ()) -> Any:
     finally:
         if collecting:
             gc.enable()
+
+
+def require_copies(name: str, env: Any, seed: int) -> None:
+    """Refuse an env whose copy in the middle of an episode does not go on from there.
+
+    OpenSpiel clones states all the time, so a game over an env whose copies
+    restart (state kept outside Python, as MAgent2's C engine keeps its world:
+    the copy is a new env, and the hub adapter refuses to step it) is refused
+    when it is made, naming what would not copy. Resets ``env`` with ``seed``,
+    copies it and steps the copy once with random legal actions.
+
+    Raises:
+        ConfigError: the copy does not go on.
+    """
+    first = next(iter(RandomEpisode(env, seed, max_steps=0)))
+    if first.over:
+        return
+    clone = snapshot(env)
+    actions = random_actions(first.actors, first.obs, first.infos, action_space_getter(clone),
+                             ActionSampler(seed))
+    try:
+        clone.step(actions)
+    except ResetNeededError as exc:
+        try:
+            _Pickler(io.BytesIO(), {}).dump(env)
+            what = ""
+        except Exception as refusal:  # what the copy could not hold as it is
+            what = f" ({type(refusal).__name__}: {refusal})"
+        raise ConfigError(
+            name, f"a copy of the env in the middle of an episode starts over{what}, and "
+            "OpenSpiel clones states in every algorithm (random_sim_test, MCTS, CFR)",
+            fix="Only envs whose whole state can be copied in memory become OpenSpiel games; "
+                "state kept outside Python (a C engine's world, a ctypes pointer) cannot be.",
+        ) from exc
 
 
 def _kept(index: int) -> Any:  # pragma: no cover - _Unpickler.find_class replaces it

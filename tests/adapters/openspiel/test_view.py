@@ -460,3 +460,13 @@ def test_max_game_length_is_the_length_the_source_declares(env_id: str, config: 
     game = to_openspiel(lambda: marlhub.make(env_id, config), probe_episodes=1,
                         short_name=f"marlhub_test_length_{abs(hash((env_id, str(config))))}")
     assert game.max_game_length() == length
+
+
+def test_an_env_whose_copies_start_over_is_refused_when_the_game_is_made() -> None:
+    """MAgent2 keeps its world in its C engine: a copy is a new env, and no game clones it."""
+    pytest.importorskip("magent2")
+    with pytest.raises(ConfigError, match=r"a copy of the env in the middle of an episode starts "
+                                          r"over \(ValueError: ctypes objects containing pointers "
+                                          r"cannot be pickled\), and OpenSpiel clones states"):
+        to_openspiel(lambda: marlhub.make("magent2/battle-v4", {"map_size": 12}),
+                     short_name="marlhub_test_battle")
