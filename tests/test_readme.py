@@ -51,10 +51,11 @@ def test_the_test_command_installs_every_extra_the_tests_use_pinned_by_the_const
     words = shlex.split(TEST_COMMAND.findall(README)[0].replace("&&", ";"))
     spec = next(w for w in words if w.startswith(".["))
     extras = set(spec[2:-1].split(","))
-    assert {"all", "rl", "test", "docs"} <= extras, spec
+    assert {"all", "rl", "learners", "test", "docs"} <= extras, spec
     constraints = words[words.index("-c") + 1]
     pinned = (REPO / constraints).read_text(encoding="utf-8")
-    for package in ("torch", "ray", "torchrl", "vmas", "pettingzoo", "open_spiel", "gymnasium"):
+    for package in ("torch", "ray", "torchrl", "vmas", "pettingzoo", "open_spiel", "gymnasium",
+                    "skrl", "stable-baselines3", "sb3-contrib"):
         assert re.search(rf"^{package}==", pinned, re.MULTILINE), package
 
 

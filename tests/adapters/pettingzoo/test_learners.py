@@ -1,0 +1,101 @@
+"""Learners train on the PettingZoo views, each on its own documented multi-agent path.
+
+Short real trainings (a few hundred env steps): each asserts that it ran, that the
+learner updated its networks, and the env-side invariants: every action reached the
+hub env legal (a hub env raises on any other, which would stop the training), and
+the episode returns the learner saw are the hub env's own. Each learner is skipped
+where it is not installed (the ``learners`` extra installs them).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+import marlhub
+from marlhub.adapters.pettingzoo import HubParallelEnv, to_pettingzoo
+from tests.adapters.recording import ReturnsRecorder
+
+#: skrl 2.1's configuration wants these per-agent dicts even when they are empty.
+SKRL_PER_AGENT = ("learning_rate_scheduler_kwargs", "observation_preprocessor_kwargs",
+                  "state_preprocessor_kwargs", "value_preprocessor_kwargs")
+
+
+@pytest.mark.parametrize("algorithm", ["IPPO", "MAPPO"])
+def test_skrl_trains_on_a_parallel_view_mappo_with_the_global_state(algorithm: str) -> None:
+    pytest.importorskip("mpe2")
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("skrl")
+    from skrl.envs.wrappers.torch import wrap_env
+    from skrl.memories.torch import RandomMemory
+    from skrl.multi_agents.torch.ippo import IPPO
+    from skrl.multi_agents.torch.mappo import MAPPO
+    from skrl.trainers.torch import SequentialTrainer
+    from skrl.utils.model_instantiators.torch import categorical_model, deterministic_model
+
+    logging.getLogger("skrl").setLevel(logging.WARNING)  # its info lines outlive pytest's capture
+
+    hub = marlhub.make("mpe2/simple_spread-v3", {"api": "parallel", "max_cycles": 25})
+    env = wrap_env(HubParallelEnv(hub), wrapper="pettingzoo")  # skrl's own wrapper
+    agents = env.possible_agents
+    critic_input = "STATES" if algorithm == "MAPPO" else "OBSERVATIONS"
+    models: dict[str, dict[str, Any]] = {}
+    for a in agents:
+        spaces = dict(observation_space=env.observation_space(a),
+                      state_space=env.state_space(a), action_space=env.action_space(a),
+                      device=env.device)
+        models[a] = {
+            "policy": categorical_model(**spaces, output="ACTIONS", network=[
+                {"name": "net", "input": "OBSERVATIONS", "layers": [32], "activations": "tanh"}]),
+            "value": deterministic_model(**spaces, output="ONE", network=[
+                {"name": "net", "input": critic_input, "layers": [32], "activations": "tanh"}]),
+        }
+    assert env.state_space(agents[0]) == hub.state_space  # MAPPO's critic sees the state
+    cls = MAPPO if algorithm == "MAPPO" else IPPO
+    agent = cls(possible_agents=agents, models=models, device=env.device,
+                memories={a: RandomMemory(memory_size=32, num_envs=env.num_envs,
+                                          device=env.device) for a in agents},
+                observation_spaces=env.observation_spaces, state_spaces=env.state_spaces,
+                action_spaces=env.action_spaces,
+                cfg={"rollouts": 32, "learning_epochs": 2, "mini_batches": 2,
+                     **{key: {a: {} for a in agents} for key in SKRL_PER_AGENT}})
+    trainer_cfg = {"headless": True, "disable_progressbar": True}
+    SequentialTrainer(env=env, agents=agent, cfg={**trainer_cfg, "timesteps": 1}).train()
+    before = {a: {k: v.clone() for k, v in models[a]["policy"].state_dict().items()}
+              for a in agents}
+    SequentialTrainer(env=env, agents=agent, cfg={**trainer_cfg, "timesteps": 128}).train()
+    for a in agents:  # every agent's policy was updated
+        after = models[a]["policy"].state_dict()
+        assert any(not torch.equal(before[a][k], after[k]) for k in after), a
+    env.close()
+
+
+# SuperSuit's ConcatVecEnv has no get_attr, so SB3 cannot read render_mode through it
+# (with native PettingZoo envs too).
+@pytest.mark.filterwarnings("ignore:The `render_mode` attribute is not defined:UserWarning")
+def test_sb3_ppo_trains_through_supersuits_vector_env_and_sees_the_hubs_returns() -> None:
+    ss = pytest.importorskip("supersuit")
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    key = "sb3-ppo-supersuit-rps"
+    ReturnsRecorder.FINISHED[key] = []
+    hub = ReturnsRecorder(marlhub.make("rock_paper_scissors"), key)
+    vec = ss.pettingzoo_env_to_vec_env_v1(to_pettingzoo(hub, api="parallel"))
+    # num_cpus=0: in this process (SuperSuit copies the env into its vector env).
+    vec = VecMonitor(ss.concat_vec_envs_v1(vec, 2, num_cpus=0, base_class="stable_baselines3"))
+    model = PPO("MlpPolicy", vec, n_steps=64, batch_size=64, n_epochs=2, verbose=0)
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(1280)
+    assert any(not (b == p).all() for b, p in zip(before, model.policy.parameters()))
+    finished = ReturnsRecorder.FINISHED[key]
+    assert len(finished) >= 60  # 1280 steps of 2 copies x 2 agents, 10 rounds an episode
+    # VecMonitor's slots are copy 0's player1, player2, then copy 1's; copies end together
+    # (10 rounds), copy 0 first. The last episodes it kept are the hub's, in that order.
+    seen = [float(e["r"]) for e in model.ep_info_buffer]
+    paid = [episode[agent] for episode in finished for agent in hub.possible_agents]
+    assert len(seen) == 100 and seen == paid[-len(seen):]
+    vec.close()
