@@ -119,9 +119,14 @@ class Traffic(MultiAgentEnv):
         self.arrivals = np.zeros(self.num_cars, np.int64)
         self.positions: dict[str, int] = {}  # live cars -> cell
         self.next_car = 0  # index of the next car to enter
-        self.crossed = 0
+        self.gone: set[AgentID] = set()  # cars that crossed this episode
         self._actors: list[AgentID] = []
         self._cannot_step: Optional[str] = NOT_RESET
+
+    @property
+    def crossed(self) -> int:
+        """How many cars crossed in this episode."""
+        return len(self.gone)
 
     # -- the episode ----------------------------------------------------------------
 
@@ -141,7 +146,7 @@ class Traffic(MultiAgentEnv):
         self.t = 0
         self.positions = {}
         self.next_car = 0
-        self.crossed = 0
+        self.gone = set()
         self._cannot_step = None
         self._schedule()
         return {a: self._obs(a) for a in self._actors}, {}
@@ -163,7 +168,7 @@ class Traffic(MultiAgentEnv):
             actors=self._actors,
             possible_agents=self.possible_agents,
             space_of=self.get_action_space,
-            finished=[car for car in self.cars[:self.next_car] if car not in self.positions],
+            finished=self.gone,
         )
         self.t += 1
         if LIGHT in actions:
@@ -177,7 +182,7 @@ class Traffic(MultiAgentEnv):
         rewards[LIGHT] = EXIT_REWARD * len(crossed)
         for car in crossed:
             del self.positions[car]
-        self.crossed += len(crossed)
+        self.gone.update(crossed)
         obs: MultiAgentDict = {car: self._obs(car) for car in crossed}
         terminateds: dict[AgentID, bool] = {car: True for car in crossed}
         truncateds: dict[AgentID, bool] = {}

@@ -164,9 +164,9 @@ def to_openspiel(
         max_game_length: the GameInfo's bound; default the env's ``max_steps``
             when it is an int (the length the source declares: a built-in env's
             ``max_steps``, PettingZoo's ``max_cycles`` in hub steps, a Gymnasium
-            spec's ``max_episode_steps``, VMAS's ``max_steps``), else 10000. An episode still running then
-            ends there (as truncated: the returns stand as they are), so the game keeps
-            the bound it declares.
+            spec's ``max_episode_steps``, VMAS's ``max_steps``), else 10000. An
+            episode still running then ends there (as truncated: the returns stand
+            as they are), so the game keeps the bound it declares.
         probe_episodes: random episodes played to probe the env (0: none; then
             ``dynamics`` and ``reward_model`` must be given).
         seed: the seed of the probe and the default of the game's ``seed`` parameter.
