@@ -55,7 +55,7 @@ def test_the_test_command_installs_every_extra_the_tests_use_pinned_by_the_const
     constraints = words[words.index("-c") + 1]
     pinned = (REPO / constraints).read_text(encoding="utf-8")
     for package in ("torch", "ray", "torchrl", "vmas", "pettingzoo", "open_spiel", "gymnasium",
-                    "skrl", "stable-baselines3", "sb3-contrib"):
+                    "skrl", "stable-baselines3", "sb3-contrib", "tianshou"):
         assert re.search(rf"^{package}==", pinned, re.MULTILINE), package
 
 

@@ -99,3 +99,54 @@ def test_sb3_ppo_trains_through_supersuits_vector_env_and_sees_the_hubs_returns(
     paid = [episode[agent] for episode in finished for agent in hub.possible_agents]
     assert len(seen) == 100 and seen == paid[-len(seen):]
     vec.close()
+
+
+def test_tianshou_trains_masked_dqn_on_the_aec_view_of_a_masked_game() -> None:
+    """Tianshou's own multi-agent path: its PettingZooEnv over the AEC view, masks in obs."""
+    pytest.importorskip("pyspiel")
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("tianshou")
+    from tianshou.algorithm import (
+        DQN,
+        MARLRandomDiscreteMaskedOffPolicyAlgorithm,
+        MultiAgentOffPolicyAlgorithm,
+    )
+    from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.data import Collector, CollectStats, VectorReplayBuffer
+    from tianshou.env import DummyVectorEnv
+    from tianshou.env.pettingzoo_env import PettingZooEnv
+    from tianshou.trainer import OffPolicyTrainerParams
+    from tianshou.utils.net.common import Net
+
+    key = "tianshou-dqn-tic-tac-toe"
+    ReturnsRecorder.FINISHED[key] = []
+
+    def make_env() -> Any:
+        hub = ReturnsRecorder(marlhub.make("openspiel/tic_tac_toe"), key)
+        return PettingZooEnv(marlhub.convert(hub, to="pettingzoo.aec"))
+
+    env = make_env()
+    net = Net(state_shape=env.observation_space["observation"].shape,
+              action_shape=int(env.action_space.n), hidden_sizes=[32])
+    learner = DQN(policy=DiscreteQLearningPolicy(model=net, action_space=env.action_space,
+                                                 eps_training=0.1, eps_inference=0.05),
+                  optim=AdamOptimizerFactory(lr=1e-3), n_step_return_horizon=1, gamma=0.9,
+                  target_update_freq=20)
+    opponent = MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space)
+    algorithm = MultiAgentOffPolicyAlgorithm(algorithms=[learner, opponent], env=env)
+    torch.manual_seed(0)
+    training = Collector[CollectStats](algorithm, DummyVectorEnv([make_env, make_env]),
+                                       VectorReplayBuffer(2000, 2), exploration_noise=True)
+    training.reset()
+    before = [p.detach().clone() for p in net.parameters()]
+    algorithm.run_training(OffPolicyTrainerParams(
+        training_collector=training, max_epochs=2, epoch_num_steps=100,
+        collection_step_num_env_steps=10, batch_size=32,
+        update_step_num_gradient_steps_per_sample=0.1))
+    assert any(not torch.equal(b, p) for b, p in zip(before, net.parameters()))
+    ReturnsRecorder.FINISHED[key] = []
+    stats = Collector[CollectStats](algorithm, DummyVectorEnv([make_env])).collect(
+        n_episode=5, reset_before_collect=True)
+    paid = [[episode[a] for a in ("player_0", "player_1")] for episode in ReturnsRecorder.FINISHED[key]]
+    assert stats.returns.tolist() == paid  # each player's return, as the hub paid it
