@@ -86,10 +86,15 @@ napoleon_attr_annotations = True
 doctest_test_doctest_blocks = ""
 doctest_default_flags = (doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
                          | doctest.DONT_ACCEPT_TRUE_FOR_1)
+# The pages' examples of the heavy extras (rl: Ray, TorchRL, VMAS) are skipped where
+# those are not installed (`:skipif: "ray" in MISSING_BACKENDS`), as pytest skips their tests.
 doctest_global_setup = f"""
+import importlib.util
 import pathlib
 import warnings
 warnings.simplefilter("ignore")  # the backends' own deprecation and precision notes
 REPO = pathlib.Path({str(DOCS.parent)!r})
+MISSING_BACKENDS = {{name for name in ("ray", "torchrl", "vmas")
+                    if importlib.util.find_spec(name) is None}}
 """
 os.environ.setdefault("RAY_DISABLE_IMPORT_WARNING", "1")
