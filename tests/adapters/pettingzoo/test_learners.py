@@ -24,7 +24,8 @@ SKRL_PER_AGENT = ("learning_rate_scheduler_kwargs", "observation_preprocessor_kw
 
 
 @pytest.mark.parametrize("algorithm", ["IPPO", "MAPPO"])
-def test_skrl_trains_on_a_parallel_view_mappo_with_the_global_state(algorithm: str) -> None:
+def test_skrl_trains_on_a_parallel_view_mappo_with_the_global_state(algorithm: str,
+                                                                    tmp_path: Any) -> None:
     pytest.importorskip("mpe2")
     torch = pytest.importorskip("torch")
     pytest.importorskip("skrl")
@@ -60,6 +61,9 @@ def test_skrl_trains_on_a_parallel_view_mappo_with_the_global_state(algorithm: s
                 observation_spaces=env.observation_spaces, state_spaces=env.state_spaces,
                 action_spaces=env.action_spaces,
                 cfg={"rollouts": 32, "learning_epochs": 2, "mini_batches": 2,
+                     # No TensorBoard data or checkpoints (skrl writes them under ./runs).
+                     "experiment": {"directory": str(tmp_path), "write_interval": 0,
+                                    "checkpoint_interval": 0},
                      **{key: {a: {} for a in agents} for key in SKRL_PER_AGENT}})
     trainer_cfg = {"headless": True, "disable_progressbar": True}
     SequentialTrainer(env=env, agents=agent, cfg={**trainer_cfg, "timesteps": 1}).train()
