@@ -11,7 +11,6 @@ from __future__ import annotations
 import doctest
 import re
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 

@@ -34,7 +34,10 @@ def test_skrl_trains_on_a_parallel_view_mappo_with_the_global_state(algorithm: s
     from skrl.multi_agents.torch.ippo import IPPO
     from skrl.multi_agents.torch.mappo import MAPPO
     from skrl.trainers.torch import SequentialTrainer
-    from skrl.utils.model_instantiators.torch import categorical_model, deterministic_model
+    from skrl.utils.model_instantiators.torch import (
+        categorical_model,
+        deterministic_model,
+    )
 
     logging.getLogger("skrl").setLevel(logging.WARNING)  # its info lines outlive pytest's capture
 

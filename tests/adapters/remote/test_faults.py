@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 
-import marlhub
-
 grpc = pytest.importorskip("grpc")
 from dm_env_rpc.v1 import connection as dm_connection  # noqa: E402
 from dm_env_rpc.v1 import dm_env_rpc_pb2, error, tensor_utils  # noqa: E402
