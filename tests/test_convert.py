@@ -16,6 +16,8 @@ from marlhub.conformance import check
 from marlhub.spaces import ActionSampler, find_action_mask
 
 pytest.importorskip("pettingzoo")
+from marlhub.adapters.pettingzoo.catalogue import make as pettingzoo_make  # noqa: E402
+
 pytest.importorskip("pyspiel")
 
 _names = itertools.count()
@@ -118,9 +120,8 @@ def test_one_agents_gymnasium_view_earns_what_the_hub_pays_it(env_id: str) -> No
 
 
 def test_converting_back_to_the_source_api_unwraps() -> None:
-    import pettingzoo
 
-    native = pettingzoo.make("aec", "classic/tictactoe-v3")
+    native = pettingzoo_make("aec", "classic/tictactoe-v3")
     assert convert(native, to="pettingzoo.aec") is native
     hub = marlhub.make("rock_paper_scissors")
     assert convert(convert(hub, to="pettingzoo.parallel"), to="marlhub") is hub

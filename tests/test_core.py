@@ -135,9 +135,10 @@ def test_duck_typing_accepts_lookalikes_and_rejects_others() -> None:
 
 
 def test_pettingzoo_envs_are_not_taken_for_hub_envs() -> None:
-    pettingzoo = pytest.importorskip("pettingzoo")
-    assert not is_multi_agent_env(pettingzoo.make("aec", "classic/tictactoe-v3"))
-    assert not is_multi_agent_env(pettingzoo.make("parallel", "classic/rps-v2"))
+    pytest.importorskip("pettingzoo")
+    from marlhub.adapters.pettingzoo.catalogue import make as pettingzoo_make
+    assert not is_multi_agent_env(pettingzoo_make("aec", "classic/tictactoe-v3"))
+    assert not is_multi_agent_env(pettingzoo_make("parallel", "classic/rps-v2"))
 
 
 def test_top_level_all_is_sorted_and_honest() -> None:

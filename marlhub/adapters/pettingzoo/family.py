@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Optional
 
+from marlhub.adapters.pettingzoo.catalogue import find_spec, make, registries
 from marlhub.backends import import_backend
 from marlhub.context import EnvContext
 from marlhub.contract.findings import Finding
@@ -47,11 +48,6 @@ MOVED_NAMESPACES = {"mpe": "mpe2", "magent": "magent2"}
 
 #: ``open_keys(function) -> keys its **kwargs take, or None``: see :func:`accepted_kwargs`.
 OpenKeys = Callable[[Any], Optional[list[str]]]
-
-
-def _pettingzoo() -> Any:
-    return import_backend("pettingzoo", package="pettingzoo", extra="pettingzoo",
-                          feature="The pettingzoo/ env family")
 
 
 def module_of(spec: Any) -> Optional[str]:
@@ -142,15 +138,24 @@ class PettingZooFamily:
         self._importable: dict[str, bool] = {}
 
     def known_faults(self, rest: str) -> dict[str, str]:
-        """Return ``{rule id: reason}`` for rules the native env ``rest`` is known to break."""
+        """Return ``{rule id: reason}`` for rules the native env ``rest`` is known to break.
+
+        ``rest`` in any of PettingZoo's spellings (``butterfly/pistonball`` for the newest
+        version, ``butterfly/pistonball_v6``) names the env it resolves to.
+        """
+        if rest not in self.faults:
+            try:
+                aec, parallel = self.catalogue()
+                rest = find_spec(aec if rest in aec or not parallel else parallel, rest).id
+            except Exception:  # an unknown id or a missing package: nothing is known of it
+                pass
         return dict(self.faults.get(rest, {}))
 
     # -- the catalogue -------------------------------------------------------------
 
     def catalogue(self) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
         """Return the AEC and the parallel registry: id -> PettingZoo ``EnvSpec``."""
-        pz = _pettingzoo()
-        return pz.aec_registry, pz.parallel_registry
+        return registries()
 
     def describe(self, spec: Any, apis: str) -> str:
         """Return the one line ``marlhub list`` shows for ``spec`` (``apis``: "AEC and parallel")."""
@@ -195,9 +200,6 @@ class PettingZooFamily:
         return listed
 
     def _spec(self, rest: str, api: str) -> Any:
-        _pettingzoo()  # PettingZoo's own look-up, below
-        from pettingzoo.env_registry.helpers import find_spec
-
         aec, parallel = self.catalogue()
         try:
             return find_spec(aec if api == "aec" else parallel, rest)
@@ -266,7 +268,7 @@ class PettingZooFamily:
 
     def _create(self, api: str, spec: Any, kwargs: dict[str, Any]) -> Any:
         """Call the env's constructor, the way ``pettingzoo.make`` does."""
-        return _pettingzoo().make(api, spec, **kwargs)
+        return make(api, spec, **kwargs)
 
     def _prepare(self, rest: str, config: Optional[EnvContext]) -> tuple[str, str, Any, dict, Any]:
         """Check ``config`` against the env; return (full id, api, spec, kwargs, accepted keys)."""

@@ -41,6 +41,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
+from marlhub.adapters.pettingzoo.catalogue import env_spec
 from marlhub.adapters.pettingzoo.family import _API_KEY, PettingZooFamily
 from marlhub.context import EnvContext
 from marlhub.errors import ConfigError, MissingDependencyError, UnknownEnvError, closest
@@ -98,9 +99,7 @@ class PettingZooModuleFamily(PettingZooFamily):
             if function is None and callable(getattr(module, _FUNCTIONS[_other(api)], None)):
                 raise self._no_version(full, module_name, api)
             raise self._no_function(full, module, attr, named=function is not None)
-        from pettingzoo import EnvSpec
-
-        return EnvSpec(module_name, entry_point=f"{module_name}:{attr}")
+        return env_spec(module_name, f"{module_name}:{attr}")
 
     def _create(self, api: str, spec: Any, kwargs: dict[str, Any]) -> Any:
         return spec.make(**kwargs)  # the function decides the API: no check against ``api``

@@ -42,6 +42,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from marlhub.adapters.pettingzoo.catalogue import env_spec
 from marlhub.adapters.pettingzoo.family import PettingZooFamily
 from marlhub.backends import import_backend
 
@@ -99,8 +100,8 @@ class PackageFamily(PettingZooFamily):
     def _read_catalogue(self) -> tuple[dict[str, Any], dict[str, Any]]:
         holder = import_backend(self.modules, package=self.package, extra=self.extra,
                                 feature=f"The {self.name}/ env family")
-        pz = import_backend("pettingzoo", package="pettingzoo", extra=self.extra,
-                            feature=f"The {self.name}/ env family")
+        import_backend("pettingzoo", package="pettingzoo", extra=self.extra,
+                       feature=f"The {self.name}/ env family")
         aec: dict[str, Any] = {}
         parallel: dict[str, Any] = {}
         for info in sorted(pkgutil.iter_modules(holder.__path__), key=lambda i: i.name):
@@ -113,7 +114,7 @@ class PackageFamily(PettingZooFamily):
             for registry, function in ((aec, "env"), (parallel, "parallel_env")):
                 unknown = module is None and function == "env"  # making it will say why
                 if unknown or callable(getattr(module, function, None)):
-                    registry[env_id] = pz.EnvSpec(env_id, entry_point=f"{module_name}:{function}")
+                    registry[env_id] = env_spec(env_id, f"{module_name}:{function}")
         return aec, parallel
 
     def _module(self, module_name: str) -> Any:

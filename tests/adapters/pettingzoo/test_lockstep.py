@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 pettingzoo = pytest.importorskip("pettingzoo")
-
 from marlhub.adapters.pettingzoo import (  # noqa: E402
     ParallelPettingZooEnv,
     PettingZooEnv,
     compare_with_native,
 )
+from marlhub.adapters.pettingzoo.catalogue import make as pettingzoo_make  # noqa: E402
 from marlhub.contract.rules import EQUIV_RETURNS, EQUIV_TRAJECTORY  # noqa: E402
 from marlhub.core import ALL  # noqa: E402
 from tests.adapters.pettingzoo.test_custom_envs import Herd, Relay  # noqa: E402
@@ -73,7 +73,7 @@ def test_lost_rewards_are_trajectory_and_returns_findings() -> None:
 
 
 def test_wrong_observations_stop_the_episode_with_a_reproducer() -> None:
-    findings = compare_with_native(lambda: pettingzoo.make("aec", "classic/tictactoe-v3"),
+    findings = compare_with_native(lambda: pettingzoo_make("aec", "classic/tictactoe-v3"),
                                    episodes=2, seed=7, adapt=SwapsObservations)
     assert [f.rule for f in findings] == [EQUIV_TRAJECTORY, EQUIV_TRAJECTORY]
     first = findings[0]

@@ -170,8 +170,9 @@ def test_round_trips_unwrap() -> None:
 
 
 def test_to_rllib_of_foreign_envs_goes_through_the_hub() -> None:
-    pettingzoo = pytest.importorskip("pettingzoo")
-    native = pettingzoo.make("aec", "classic/connect_four-v3")
+    pytest.importorskip("pettingzoo")
+    from marlhub.adapters.pettingzoo.catalogue import make as pettingzoo_make
+    native = pettingzoo_make("aec", "classic/connect_four-v3")
     env = to_rllib(native)
     assert isinstance(env, RLlibMultiAgentEnv)
     assert type(env.env).__name__ == "PettingZooEnv" and env.env.env is native

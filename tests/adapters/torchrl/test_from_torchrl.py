@@ -20,13 +20,13 @@ import pytest
 pytest.importorskip("torchrl")
 vmas = pytest.importorskip("vmas")
 pettingzoo = pytest.importorskip("pettingzoo")
-
 from torchrl.envs.libs.gym import GymEnv  # noqa: E402
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper  # noqa: E402
 from torchrl.envs.libs.vmas import VmasEnv  # noqa: E402
 from torchrl.envs.utils import MarlGroupMapType  # noqa: E402
 
 import marlhub  # noqa: E402
+from marlhub.adapters.pettingzoo.catalogue import make as pettingzoo_make  # noqa: E402
 from marlhub.adapters.torchrl import from_torchrl, to_torchrl  # noqa: E402
 from marlhub.adapters.torchrl.adapter import TorchRLHubEnv  # noqa: E402
 from marlhub.adapters.vmas.adapter import VmasHubEnv  # noqa: E402
@@ -155,7 +155,7 @@ def _native_returns(make: Any, api: str, seed: int, actions: list[dict]) -> dict
 def test_pettingzoo_wrapper_into_the_hub_keeps_every_return(api: str, name: str,
                                                             kwargs: dict) -> None:
     def make() -> Any:
-        return pettingzoo.make(api, name, **kwargs)
+        return pettingzoo_make(api, name, **kwargs)
 
     env = from_torchrl(PettingZooWrapper(make(), use_mask=True))
     assert isinstance(env, TorchRLHubEnv)
@@ -174,7 +174,7 @@ def test_pettingzoo_wrapper_into_the_hub_keeps_every_return(api: str, name: str,
 @pytest.mark.parametrize("make", [
     lambda: from_torchrl(VmasEnv("navigation", num_envs=1, max_steps=20), through_vmas=False),
     lambda: TorchRLHubEnv(to_torchrl(marlhub.make("traffic"))),
-    lambda: from_torchrl(PettingZooWrapper(pettingzoo.make("aec", "classic/tictactoe-v3"),
+    lambda: from_torchrl(PettingZooWrapper(pettingzoo_make("aec", "classic/tictactoe-v3"),
                                            use_mask=True)),
 ], ids=["vmas", "traffic_view", "pettingzoo_tictactoe"])
 def test_conforms_to_the_contract(make: Any) -> None:
@@ -215,7 +215,7 @@ def test_batched_and_single_agent_envs_are_refused_clearly() -> None:
 def test_make_and_to_hub_reach_it() -> None:
     native = VmasEnv("balance", num_envs=1, max_steps=5)
     assert isinstance(marlhub.convert(native, to="marlhub"), VmasHubEnv)
-    aec = marlhub.convert(PettingZooWrapper(pettingzoo.make("parallel", "classic/rps-v2")),
+    aec = marlhub.convert(PettingZooWrapper(pettingzoo_make("parallel", "classic/rps-v2")),
                           to="pettingzoo.parallel")
     obs, _ = aec.reset(seed=0)
     assert sorted(obs) == ["player_0", "player_1"]
