@@ -17,6 +17,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "torchrl_shared_pol
 
 # TorchRL 0.14 deprecates its own weight updater classes when its collectors are imported.
 @pytest.mark.filterwarnings("ignore:Creating .*WeightUpdater which inherits:DeprecationWarning")
+# tensordict 0.13 (the oldest supported) announces a change of its own to_module().
+@pytest.mark.filterwarnings("ignore:TensorDict.to_module.. is replacing:FutureWarning")
 def test_the_example_trains_briefly_and_checks_vmas(capsys: pytest.CaptureFixture[str]) -> None:
     spec = importlib.util.spec_from_file_location("example_torchrl_shared_policy", EXAMPLE)
     assert spec is not None and spec.loader is not None

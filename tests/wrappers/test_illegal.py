@@ -13,6 +13,7 @@ from marlhub.conformance import check
 from marlhub.contract.compare import why_different
 from marlhub.spaces import find_action_mask
 from marlhub.wrappers import IllegalActionWrapper
+from tests.versions import gymnasium_id
 
 pytest.importorskip("pyspiel")
 
@@ -87,7 +88,7 @@ def test_malformed_dicts_still_raise_under_every_policy(policy: str, bad: Any) -
 
 
 def test_advisory_masks_are_left_alone() -> None:
-    taxi = marlhub.make("gymnasium/Taxi-v4")
+    taxi = marlhub.make("gymnasium/" + gymnasium_id("Taxi"))
     env = IllegalActionWrapper(taxi, "terminate")
     obs, infos = env.reset(seed=0)
     bad = _illegal(env, obs, infos, 0)

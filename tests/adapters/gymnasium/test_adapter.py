@@ -34,6 +34,7 @@ from marlhub.errors import (
     UnknownEnvError,
 )
 from marlhub.registry import EnvContext, Registry
+from tests.versions import gymnasium_id
 
 
 class StatelessCartPole(CartPoleEnv):
@@ -233,7 +234,7 @@ def test_action_for_a_finished_copy_is_refused() -> None:
     [
         "gymnasium/CartPole-v1",
         "gymnasium/FrozenLake-v1",
-        "gymnasium/Taxi-v4",
+        "gymnasium/" + gymnasium_id("Taxi"),
         "gymnasium/Blackjack-v1",
     ],
 )
@@ -249,7 +250,7 @@ def test_registry_ids_conform(target: str) -> None:
         lambda: make_multi_agent("FrozenLake-v1")({"num_agents": 2, "map_name": "8x8"}),
         lambda: make_multi_agent(StatelessCartPole)({"num_agents": 2}),
         lambda: from_gymnasium(gym.make("MountainCar-v0", max_episode_steps=60), "car"),
-        lambda: gym.make("CliffWalking-v1", max_episode_steps=40),  # to_hub adapts it
+        lambda: gym.make(gymnasium_id("CliffWalking"), max_episode_steps=40),  # to_hub adapts it
     ],
 )
 def test_adapted_envs_conform(target: Any) -> None:
@@ -296,7 +297,7 @@ def test_round_trips_unwrap() -> None:
 
 
 def test_detection_and_to_hub() -> None:
-    native = gym.make("Taxi-v4")
+    native = gym.make(gymnasium_id("Taxi"))
     assert is_gymnasium_env(native) and not is_gymnasium_env(RockPaperScissors())
     assert not is_gymnasium_env(CartPoleEnv)  # a class is no env
     hub = to_hub(native)
@@ -312,7 +313,10 @@ def test_family_lists_gymnasiums_registry_but_the_ids_that_only_say_they_moved()
     moved = [i for i, spec in gym.registry.items()
              if getattr(spec.entry_point, "__name__", "") in ("_raise_mujoco_py_error",
                                                              "_raise_shimmy_error")]
-    assert "Ant-v2" in moved and "Ant-v5" in gym.registry
+    if "Ant-v2" not in moved:
+        pytest.skip("Gymnasium before 1.2 registers no MuJoCo v2/v3 or Shimmy ids that only "
+                    "say they moved")
+    assert "Ant-v5" in gym.registry
     assert len(ids) == len(gym.registry) - len(moved)
     assert "gymnasium/Ant-v2" not in ids and "gymnasium/Ant-v5" in ids
     assert ids["gymnasium/FrozenLake-v1"].startswith("FrozenLakeEnv (gymnasium.envs.toy_text")

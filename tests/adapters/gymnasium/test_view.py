@@ -28,6 +28,7 @@ from marlhub.errors import (
     NotParallelizableError,
     ResetNeededError,
 )
+from tests.versions import gymnasium_id
 
 # Gymnasium's checker warns about CartPole's own infinite Box bounds; that is CartPole's
 # business, not the adapter's. Every other warning of check_env fails the test.
@@ -78,7 +79,7 @@ def view_return(view: gym.Env, seed: int, mine: Callable[[Any], Any]) -> tuple[f
         lambda: to_gymnasium(Traffic(), "light"),
         lambda: to_gymnasium(Traffic({"num_cars": 5}), "car_3"),  # enters after reset
         lambda: to_gymnasium(make_multi_agent("FrozenLake-v1")({"num_agents": 3}), 2),
-        lambda: to_gymnasium(make_multi_agent("Taxi-v4")({"num_agents": 2}), 0),
+        lambda: to_gymnasium(make_multi_agent(gymnasium_id("Taxi"))({"num_agents": 2}), 0),
     ],
 )
 def test_one_agent_views_pass_check_env(make: Callable[[], gym.Env]) -> None:
@@ -92,7 +93,7 @@ def test_one_agent_views_pass_check_env(make: Callable[[], gym.Env]) -> None:
     [
         lambda: to_gymnasium(RockPaperScissors(), joint=True),
         lambda: to_gymnasium(make_multi_agent("FrozenLake-v1")({"num_agents": 3}), joint=True),
-        lambda: to_gymnasium(make_multi_agent("Taxi-v4")({"num_agents": 2}), joint=True),
+        lambda: to_gymnasium(make_multi_agent(gymnasium_id("Taxi"))({"num_agents": 2}), joint=True),
         lambda: to_gymnasium(make_multi_agent("MountainCarContinuous-v0")({"num_agents": 2}), joint=True),
     ],
 )
@@ -189,11 +190,12 @@ def test_an_agent_absent_from_the_episode_sees_it_end_at_its_first_step() -> Non
 
 
 def test_no_reward_is_lost_when_the_others_end_the_episode_first() -> None:
-    pettingzoo = pytest.importorskip("pettingzoo")
+    pytest.importorskip("pettingzoo")
     from marlhub.adapters.pettingzoo import from_pettingzoo
+    from marlhub.adapters.pettingzoo.catalogue import make as pettingzoo_make
 
     # In Leduc hold'em the other player may fold before player_1 acts; player_1 still wins.
-    hub = from_pettingzoo(pettingzoo.make("aec", "classic/leduc_holdem-v4"))
+    hub = from_pettingzoo(pettingzoo_make("aec", "classic/leduc_holdem-v4"))
     view = to_gymnasium(hub, "player_1", others=lambda obs, agent: 2)  # player_0 folds
     found = 0
     for seed in range(20):
@@ -392,8 +394,8 @@ def test_an_illegal_action_terminates_with_the_penalty_and_masks_reach_the_learn
         raising.step(4)
 
 
-JOINT_VIEWS = ["pettingzoo/butterfly/pistonball-v6", "pettingzoo/sisl/pursuit-v5",
-               "pettingzoo/butterfly/knights_archers_zombies-v11", "rock_paper_scissors"]
+JOINT_VIEWS = ["pettingzoo/butterfly/pistonball-v6", "pettingzoo/sisl/pursuit",
+               "pettingzoo/butterfly/knights_archers_zombies", "rock_paper_scissors"]
 
 
 @pytest.mark.parametrize("env_id", JOINT_VIEWS)

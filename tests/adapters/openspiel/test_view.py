@@ -26,6 +26,7 @@ from marlhub.core import ALL, MultiAgentEnv  # noqa: E402
 from marlhub.envs import RockPaperScissors, TicTacToe, Traffic  # noqa: E402
 from marlhub.errors import ConfigError, EnvContractError, EnvRegistrationError  # noqa: E402
 from marlhub.spaces import ActionSampler, find_action_mask  # noqa: E402
+from tests.versions import gymnasium_id  # noqa: E402
 
 
 class Nim(MultiAgentEnv):
@@ -381,7 +382,7 @@ def test_reading_observations_of_a_new_state_builds_no_other_env() -> None:
 
 def test_an_unbounded_env_ends_at_the_games_declared_length() -> None:
     # CliffWalking has no time limit: its random episodes can outlast any bound.
-    game = to_openspiel(lambda: marlhub.make("gymnasium/CliffWalking-v1"),
+    game = to_openspiel(lambda: marlhub.make("gymnasium/" + gymnasium_id("CliffWalking")),
                         short_name="t_cliff_bounded", max_game_length=30)
     assert game.max_game_length() == 30
     state = game.new_initial_state()

@@ -12,8 +12,12 @@ import numpy as np
 import pytest
 
 pettingzoo = pytest.importorskip("pettingzoo")
+from marlhub.adapters.pettingzoo.catalogue import make as pettingzoo_make  # noqa: E402
 
-from pettingzoo.env_registry.exceptions import FailedToImport  # noqa: E402
+try:  # PettingZoo 1.27's registry errors; before it, the registry is marlhub's (LookupError)
+    from pettingzoo.env_registry.exceptions import PettingZooRegistryError
+except ImportError:
+    PettingZooRegistryError = LookupError  # type: ignore[misc,assignment]
 from pettingzoo.utils.wrappers import BaseWrapper  # noqa: E402
 
 from marlhub.adapters import to_hub  # noqa: E402
@@ -32,12 +36,13 @@ from marlhub.envs import TicTacToe  # noqa: E402
 from marlhub.errors import ActionError, ProtocolError, ResetNeededError  # noqa: E402
 from marlhub.spaces import ActionSampler, find_action_mask  # noqa: E402
 from tests.adapters.pettingzoo.test_custom_envs import Herd, Relay  # noqa: E402
+from tests.versions import kaz_dying  # noqa: E402
 
 # Third-party noise: gymnasium's logger warns about the spaces some PettingZoo envs build.
 pytestmark = pytest.mark.filterwarnings("ignore:.*WARN. :UserWarning")
 
 # KAZ with fast zombies and deadly walls: agents die mid-episode.
-DYING = {"spawn_delay": 2, "line_death": True}
+DYING = kaz_dying()
 
 # (api, registry id, constructor kwargs, episodes, max hub steps): short episodes
 # keep the whole module fast; chess games are long, so only their start is compared.
@@ -52,24 +57,25 @@ NATIVE = [
     ("aec", "classic/chess-v6", {}, 1, 40),
     ("aec", "classic/hanabi-v5", {"players": 2, "hand_size": 2, "colors": 2, "ranks": 2}, 2, 200),
     ("aec", "butterfly/pistonball-v6", {"n_pistons": 4, "max_cycles": 8}, 2, 200),
-    ("aec", "butterfly/cooperative_pong-v6", {"max_cycles": 20}, 2, 200),
-    ("aec", "butterfly/knights_archers_zombies-v11", {"max_cycles": 40, **DYING}, 2, 400),
-    ("aec", "sisl/pursuit-v5", {"max_cycles": 8, "n_pursuers": 3, "n_evaders": 2}, 1, 200),
+    ("aec", "butterfly/cooperative_pong", {"max_cycles": 20}, 2, 200),
+    ("aec", "butterfly/knights_archers_zombies", {"max_cycles": 40, **DYING}, 2, 400),
+    ("aec", "sisl/pursuit", {"max_cycles": 8, "n_pursuers": 3, "n_evaders": 2}, 1, 200),
     ("parallel", "classic/rps-v2", {"max_cycles": 5}, 2, 100),
     ("parallel", "butterfly/pistonball-v6", {"n_pistons": 4, "max_cycles": 8}, 2, 100),
-    ("parallel", "butterfly/cooperative_pong-v6", {"max_cycles": 20}, 2, 100),
-    ("parallel", "butterfly/knights_archers_zombies-v11", {"max_cycles": 40, **DYING}, 2, 100),
-    ("parallel", "sisl/pursuit-v5", {"max_cycles": 8, "n_pursuers": 3, "n_evaders": 2}, 1, 100),
+    ("parallel", "butterfly/cooperative_pong", {"max_cycles": 20}, 2, 100),
+    ("parallel", "butterfly/knights_archers_zombies", {"max_cycles": 40, **DYING}, 2, 100),
+    ("parallel", "sisl/pursuit", {"max_cycles": 8, "n_pursuers": 3, "n_evaders": 2}, 1, 100),
 ]
 
 
 def native_factory(api: str, env_id: str, kwargs: dict[str, Any]) -> Callable[[], Any]:
     """Return a factory for the native env; skip the test when its dependencies are missing."""
     try:
-        pettingzoo.make(api, env_id, **kwargs).close()
-    except FailedToImport as exc:
-        pytest.skip(f"{env_id} does not import here: {exc.__cause__}")
-    return lambda: pettingzoo.make(api, env_id, **kwargs)
+        pettingzoo_make(api, env_id, **kwargs).close()
+    except (PettingZooRegistryError, ImportError, LookupError) as exc:
+        pytest.skip(f"{env_id} is not in this PettingZoo, or does not import here: "
+                    f"{exc.__cause__ or exc}")
+    return lambda: pettingzoo_make(api, env_id, **kwargs)
 
 
 def native_returns(env: Any, seed: int, choose: Callable[[str, Any, Any], Any]) -> dict[str, float]:
@@ -119,8 +125,8 @@ def test_lockstep_with_custom_envs(factory: Callable[[], Any]) -> None:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_returns_equal_the_pettingzoo_loop_returns(seed: int) -> None:
-    native = native_returns(pettingzoo.make("aec", "classic/tictactoe-v3"), seed, first_legal)
-    adapted = hub_returns(from_pettingzoo(pettingzoo.make("aec", "classic/tictactoe-v3")), seed,
+    native = native_returns(pettingzoo_make("aec", "classic/tictactoe-v3"), seed, first_legal)
+    adapted = hub_returns(from_pettingzoo(pettingzoo_make("aec", "classic/tictactoe-v3")), seed,
                           first_legal)
     assert adapted == native and sorted(native.values()) == [-1, 1]
 
@@ -139,8 +145,8 @@ def test_returns_with_rewards_to_idle_and_dying_agents() -> None:
 @pytest.mark.parametrize(("api", "env_id", "kwargs"), [
     ("aec", "classic/tictactoe-v3", {}),
     ("aec", "classic/leduc_holdem-v4", {}),
-    ("aec", "butterfly/knights_archers_zombies-v11", {"max_cycles": 30, **DYING}),
-    ("parallel", "butterfly/cooperative_pong-v6", {"max_cycles": 15}),
+    ("aec", "butterfly/knights_archers_zombies", {"max_cycles": 30, **DYING}),
+    ("parallel", "butterfly/cooperative_pong", {"max_cycles": 15}),
 ], ids=["tictactoe", "leduc", "kaz", "pong-parallel"])
 def test_adapted_envs_conform(api: str, env_id: str, kwargs: dict) -> None:
     factory = native_factory(api, env_id, kwargs)
@@ -158,7 +164,7 @@ def test_adapted_custom_envs_conform(factory: Callable[[], Any]) -> None:
 
 
 def test_one_hub_step_per_aec_turn_with_the_selected_agent() -> None:
-    env = from_pettingzoo(pettingzoo.make("aec", "classic/connect_four-v3"))
+    env = from_pettingzoo(pettingzoo_make("aec", "classic/connect_four-v3"))
     obs, infos = env.reset(seed=0)
     assert list(obs) == ["player_0"] and list(infos) == ["player_0"]
     obs, rewards, terms, truncs, infos = env.step({"player_0": 3})
@@ -169,7 +175,7 @@ def test_one_hub_step_per_aec_turn_with_the_selected_agent() -> None:
 
 
 def test_game_end_gives_final_obs_to_both_players_and_terminates_all() -> None:
-    env = from_pettingzoo(pettingzoo.make("aec", "classic/tictactoe-v3"))
+    env = from_pettingzoo(pettingzoo_make("aec", "classic/tictactoe-v3"))
     obs, infos = env.reset(seed=0)
     for field in [0, 3, 1, 4]:  # player_1 and player_2 alternate
         (actor,) = obs
@@ -185,7 +191,7 @@ def test_game_end_gives_final_obs_to_both_players_and_terminates_all() -> None:
 
 
 def test_truncation_is_reported_as_truncation() -> None:
-    env = from_pettingzoo(pettingzoo.make("aec", "butterfly/pistonball-v6", max_cycles=2))
+    env = from_pettingzoo(pettingzoo_make("aec", "butterfly/pistonball-v6", max_cycles=2))
     obs, infos = env.reset(seed=0)
     while True:
         (agent,) = [a for a in obs]
@@ -216,7 +222,7 @@ def test_all_terminated_only_when_every_finished_agent_terminated() -> None:
 
 
 def test_action_masks_pass_through_obs_and_infos() -> None:
-    env = from_pettingzoo(pettingzoo.make("aec", "classic/tictactoe-v3"))
+    env = from_pettingzoo(pettingzoo_make("aec", "classic/tictactoe-v3"))
     obs, infos = env.reset(seed=0)
     obs, *_ = env.step({"player_1": 4})
     assert obs["player_2"]["action_mask"].tolist() == [1, 1, 1, 1, 0, 1, 1, 1, 1]
@@ -235,7 +241,7 @@ def test_agent_order_and_spaces_come_from_possible_agents() -> None:
     assert env.get_action_space("runner_1") == gym.spaces.Discrete(3)
     assert env.get_action_space("coach_0") == gym.spaces.Discrete(2)
     assert env.get_observation_space("runner_0") is native.observation_space("runner_0")
-    par = from_pettingzoo(pettingzoo.make("parallel", "butterfly/pistonball-v6", n_pistons=5))
+    par = from_pettingzoo(pettingzoo_make("parallel", "butterfly/pistonball-v6", n_pistons=5))
     obs, _ = par.reset(seed=0)
     assert list(obs) == par.possible_agents == [f"piston_{i}" for i in range(5)]
 
@@ -249,7 +255,7 @@ def test_dead_agents_are_stepped_inside_the_adapter() -> None:
 
 def test_seeds_pass_through() -> None:
     def trajectory(seed: int) -> list[Any]:
-        env = from_pettingzoo(pettingzoo.make("aec", "classic/texas_holdem-v4"))
+        env = from_pettingzoo(pettingzoo_make("aec", "classic/texas_holdem-v4"))
         obs, infos = env.reset(seed=seed)
         sampler = ActionSampler(0)
         seen = [next(iter(obs.values()))["observation"].tolist()]
@@ -366,7 +372,7 @@ def test_agents_dropped_without_a_flag_end_the_episode_as_truncated() -> None:
 
 
 def test_step_before_reset_raises() -> None:
-    for env in (from_pettingzoo(pettingzoo.make("aec", "classic/tictactoe-v3")),
+    for env in (from_pettingzoo(pettingzoo_make("aec", "classic/tictactoe-v3")),
                 from_pettingzoo(Herd())):
         with pytest.raises(ResetNeededError, match=r"reset\(\) has not been called yet"):
             env.step({})
@@ -384,7 +390,7 @@ def test_step_before_reset_raises() -> None:
 ], ids=["not-a-dict", "missing", "other-player", "extra-player", "unknown", "out-of-space",
         "float", "none"])
 def test_bad_action_dicts_raise_and_leave_the_env_unchanged(action_dict: Any, message: str) -> None:
-    native = pettingzoo.make("aec", "classic/tictactoe-v3")
+    native = pettingzoo_make("aec", "classic/tictactoe-v3")
     env = from_pettingzoo(native)
     env.reset(seed=0)
     board = native.unwrapped.board.squares[:]
@@ -396,7 +402,7 @@ def test_bad_action_dicts_raise_and_leave_the_env_unchanged(action_dict: Any, me
 
 
 def test_masked_action_raises_with_the_legal_actions() -> None:
-    native = pettingzoo.make("aec", "classic/tictactoe-v3")
+    native = pettingzoo_make("aec", "classic/tictactoe-v3")
     env = from_pettingzoo(native)
     env.reset(seed=0)
     env.step({"player_1": 4})
@@ -436,8 +442,8 @@ def test_not_a_pettingzoo_env_is_refused() -> None:
 
 
 def test_detection_and_to_hub() -> None:
-    native = pettingzoo.make("aec", "classic/tictactoe-v3")
-    par = pettingzoo.make("parallel", "classic/rps-v2")
+    native = pettingzoo_make("aec", "classic/tictactoe-v3")
+    par = pettingzoo_make("parallel", "classic/rps-v2")
     assert is_pettingzoo_env(native) and is_pettingzoo_env(par)
     assert not is_pettingzoo_env(TicTacToe()) and not is_pettingzoo_env(PettingZooEnv)
     assert type(to_hub(native)) is PettingZooEnv and type(to_hub(par)) is ParallelPettingZooEnv
@@ -460,12 +466,12 @@ def test_detection_does_not_import_pettingzoo() -> None:
 
 
 def test_rllib_compatible_constructors_and_attributes() -> None:
-    native = pettingzoo.make("aec", "classic/chess-v6", render_mode="ansi")
+    native = pettingzoo_make("aec", "classic/chess-v6", render_mode="ansi")
     env = PettingZooEnv(native)
     assert env.env is native and env.get_sub_environments is native.unwrapped
     env.reset(seed=0)
     assert "r n b q k b n r" in env.render().lower() or "rnbqkbnr" in env.render().lower()
-    par_native = pettingzoo.make("parallel", "classic/rps-v2")
+    par_native = pettingzoo_make("parallel", "classic/rps-v2")
     par = ParallelPettingZooEnv(par_native)
     assert par.par_env is par_native and par.get_sub_environments is par_native.unwrapped
     assert isinstance(par.observation_space, gym.spaces.Dict)
@@ -506,12 +512,12 @@ class DoubleRewards(BaseWrapper):
 
 
 def test_state_is_read_past_pettingzoos_forwarding_wrappers_only() -> None:
-    native = pettingzoo.make("aec", "classic/tictactoe-v3")
+    native = pettingzoo_make("aec", "classic/tictactoe-v3")
     assert state_holder(native) is native.unwrapped  # three PettingZoo wrappers skipped
-    doubled = DoubleRewards(pettingzoo.make("aec", "classic/tictactoe-v3"))
+    doubled = DoubleRewards(pettingzoo_make("aec", "classic/tictactoe-v3"))
     assert state_holder(doubled) is doubled
     def make() -> Any:
-        return DoubleRewards(pettingzoo.make("aec", "classic/tictactoe-v3"))
+        return DoubleRewards(pettingzoo_make("aec", "classic/tictactoe-v3"))
 
     assert compare_with_native(make, episodes=3) == []
     returns = hub_returns(from_pettingzoo(doubled), 0, first_legal)

@@ -13,7 +13,6 @@ import pytest
 import marlhub
 
 pettingzoo = pytest.importorskip("pettingzoo")
-
 import warnings  # noqa: E402
 
 from gymnasium.utils.env_checker import data_equivalence  # noqa: E402
@@ -27,6 +26,8 @@ from marlhub.adapters.pettingzoo import (  # noqa: E402
     from_pettingzoo,
     to_pettingzoo,
 )
+from marlhub.adapters.pettingzoo.catalogue import make as pettingzoo_make  # noqa: E402
+from marlhub.adapters.pettingzoo.catalogue import registries
 from marlhub.conformance import check  # noqa: E402
 from marlhub.core import ALL, MultiAgentEnv  # noqa: E402
 from marlhub.envs import RockPaperScissors, TicTacToe, Traffic  # noqa: E402
@@ -39,6 +40,7 @@ from marlhub.errors import (  # noqa: E402
 )
 from marlhub.spaces import ActionSampler, find_action_mask  # noqa: E402
 from tests.adapters.pettingzoo.test_custom_envs import Herd, Relay, _quietly  # noqa: E402
+from tests.versions import kaz_dying  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -140,33 +142,33 @@ ROUND_TRIPS = [
     ("classic/leduc_holdem-v4", {}),
     ("classic/rps-v2", {"max_cycles": 10}),
     ("butterfly/pistonball-v6", {"n_pistons": 4, "max_cycles": 10}),
-    ("butterfly/knights_archers_zombies-v11",
-     {"max_cycles": 30, "spawn_delay": 2, "line_death": True}),
+    ("butterfly/knights_archers_zombies",
+     {"max_cycles": 30, **kaz_dying()}),
 ]
 
 
 @pytest.mark.parametrize(("env_id", "kwargs"), ROUND_TRIPS, ids=[i for i, _ in ROUND_TRIPS])
 def test_round_trip_through_the_hub_passes_api_and_seed_tests(env_id: str, kwargs: dict) -> None:
     def make() -> Any:
-        return HubAECEnv(PettingZooEnv(pettingzoo.make("aec", env_id, **kwargs)))
+        return HubAECEnv(PettingZooEnv(pettingzoo_make("aec", env_id, **kwargs)))
 
     _quietly(api_test, make(), num_cycles=60)
     _quietly(seed_test, make, num_cycles=60)
 
 
-PARALLEL_ROUND_TRIPS = [i for i in ROUND_TRIPS if i[0] in pettingzoo.parallel_registry]
+PARALLEL_ROUND_TRIPS = [i for i in ROUND_TRIPS if i[0] in registries()[1]]
 
 
 @pytest.mark.parametrize(("env_id", "kwargs"), PARALLEL_ROUND_TRIPS,
                          ids=[i for i, _ in PARALLEL_ROUND_TRIPS])
 def test_parallel_round_trip_passes_parallel_api_test(env_id: str, kwargs: dict) -> None:
     def make() -> Any:
-        return HubParallelEnv(ParallelPettingZooEnv(pettingzoo.make("parallel", env_id, **kwargs)))
+        return HubParallelEnv(ParallelPettingZooEnv(pettingzoo_make("parallel", env_id, **kwargs)))
 
     _quietly(parallel_api_test, make(), num_cycles=60)
     check_parallel_deterministic(make, episodes=2)
     # The parallel env as AEC, through the hub.
-    native = pettingzoo.make("parallel", env_id, **kwargs)
+    native = pettingzoo_make("parallel", env_id, **kwargs)
     _quietly(api_test, HubAECEnv(ParallelPettingZooEnv(native)), num_cycles=60)
 
 
@@ -299,13 +301,13 @@ def test_conversions_unwrap() -> None:
     assert to_pettingzoo(aec) is aec
     par_view = to_pettingzoo(aec, api="parallel", turn_based="pad")
     assert type(par_view) is HubParallelEnv and par_view.hub_env is hub
-    native = pettingzoo.make("parallel", "classic/rps-v2")
+    native = pettingzoo_make("parallel", "classic/rps-v2")
     assert type(to_pettingzoo(native)) is HubAECEnv  # parallel -> AEC goes through the hub
 
 
 def test_the_unwrap_identity_holds_for_native_envs_and_views_unwrap_to_their_hub_env() -> None:
     """What the README says of ``to_pettingzoo(from_pettingzoo(e)) is e``, case by case."""
-    native = pettingzoo.make("aec", "classic/tictactoe-v3")
+    native = pettingzoo_make("aec", "classic/tictactoe-v3")
     assert to_pettingzoo(from_pettingzoo(native)) is native
     view = marlhub.make("tic_tac_toe", to="pettingzoo.aec")  # a view of a hub env
     hub = from_pettingzoo(view)

@@ -97,8 +97,11 @@ def test_a_missing_extra_is_named() -> None:
 
 def test_the_served_envs_known_faults_are_marked_through_the_server(served: Any) -> None:
     pytest.importorskip("pettingzoo")
+    from marlhub.adapters.pettingzoo.catalogue import registries
     from marlhub.conformance import check
 
+    if "butterfly/knights_archers_zombies-v11" not in registries()[0]:
+        pytest.skip("the known fault is v11's (PettingZoo 1.27): v10 replays its episodes")
     env_id = "pettingzoo/butterfly/knights_archers_zombies-v11"
     server = served(env_id)
     assert RemoteFamily().served_id(server.address) == env_id

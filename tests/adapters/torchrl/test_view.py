@@ -321,7 +321,10 @@ def test_runs_in_parallel_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torchrl._utils, "BATCHED_PIPE_TIMEOUT", 120.0)
     make = functools.partial(marlhub.make, "rock_paper_scissors", to="torchrl")
     assert pickle.loads(pickle.dumps(make)).func is marlhub.make
-    env = ParallelEnv(2, make, shutdown_timeout=5.0)
+    try:
+        env = ParallelEnv(2, make, shutdown_timeout=5.0)
+    except TypeError:  # TorchRL before 0.14 has no shutdown_timeout
+        env = ParallelEnv(2, make)
     try:
         check_env_specs(env, seed=0)
         td = env.rollout(12, break_when_any_done=False)
