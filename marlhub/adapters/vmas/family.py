@@ -55,6 +55,13 @@ KNOWN_FAULTS = {
         "VMAS's own step loop keeps allocating for dozens of episodes before it levels off "
         "(natively, tracemalloc: +105 KiB over 8 replays of a balance episode, +121 KiB over "
         "32), so the suite's 8 replays see growth that is VMAS's and bounded"),
+    "target.pettingzoo.parallel": (
+        "VMAS's reset infos are the reward terms of the last step before the reset, not of the "
+        "new episode, so a later reset(seed=s) gives other infos than the first one (natively, "
+        "VMAS 1.5.2: env = vmas.make_env('balance', num_envs=1, seed=0, dict_spaces=True); "
+        "env.reset(seed=0, return_info=True)[1]['agent_0']['pos_rew'] is 0.0, then after three "
+        "steps of [[0.5, 0.5]] each it is -0.0038), which PettingZoo's parallel seed test can "
+        "see"),
 }
 #: Rules single scenarios break natively (``target.<api>``: that API's own checker fails).
 SCENARIO_FAULTS = {
