@@ -28,6 +28,7 @@ CI_RUN = (REPO / ".ci" / "run").read_text(encoding="utf-8")
 
 #: The line .ci/run takes from the README (the same pattern as its grep).
 TEST_COMMAND = re.compile(r"^python3 -m venv \.venv && .*pytest$", re.MULTILINE)
+OLDEST_COMMAND = re.compile(r"^python3 -m venv \.venv-oldest && .*pytest .*$", re.MULTILINE)
 MAIN_JOB = re.compile(r"^python3 -m venv \.venv && .*marlhub check .*$", re.MULTILINE)
 DOCS_COMMAND = re.compile(r"^pip install .*python -m sphinx .*$", re.MULTILINE)
 
@@ -56,6 +57,40 @@ def test_the_test_command_installs_every_extra_the_tests_use_pinned_by_the_const
     for package in ("torch", "ray", "torchrl", "vmas", "pettingzoo", "open_spiel", "gymnasium",
                     "skrl", "stable-baselines3", "sb3-contrib", "tianshou"):
         assert re.search(rf"^{package}==", pinned, re.MULTILINE), package
+
+
+def test_readme_has_an_oldest_versions_command_and_ci_runs_it_too() -> None:
+    (command,) = OLDEST_COMMAND.findall(README)
+    assert 'grep -m1 -E "^python3 -m venv .venv-oldest && .*pytest .*$" README.md' in CI_RUN
+    words = shlex.split(command.replace("&&", ";"))
+    assert words[words.index("-c") + 1] == ".ci/oldest.txt"
+    assert "agilerl" in words  # the newest AgileRL requires PettingZoo before 1.27
+
+
+def _version(text: str) -> tuple[int, ...]:
+    numbers = tuple(int(part) for part in text.split("."))
+    return numbers + (0,) * (3 - len(numbers))
+
+
+def test_the_oldest_pins_are_where_the_declared_ranges_start() -> None:
+    tomllib = pytest.importorskip("tomllib", reason="tomllib comes with Python 3.11")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = [*project["dependencies"],
+                    *(r for extra in project["optional-dependencies"].values() for r in extra)]
+    floors: dict[str, set[str]] = {}
+    for requirement in requirements:
+        found = re.match(r"([A-Za-z0-9_.-]+)(?:\[[^]]*\])?>=([0-9.]+)", requirement)
+        if found:
+            floors.setdefault(found[1].lower().replace("_", "-"), set()).add(found[2])
+    oldest = (REPO / ".ci" / "oldest.txt").read_text(encoding="utf-8")
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([0-9.]+)$", oldest, re.MULTILINE))
+    # torch: CI's machines hold one CPU build; the newest AgileRL needs 2.11 or newer anyway.
+    checked = {name.lower().replace("_", "-"): version for name, version in pins.items()
+               if name != "torch"}
+    for name, version in checked.items():
+        if name in floors:
+            assert {_version(f) for f in floors[name]} == {_version(version)}, (name, floors[name])
+    assert {"gymnasium", "pettingzoo", "open-spiel", "torchrl", "mpe2"} <= set(checked) & set(floors)
 
 
 def test_the_extras_declare_ranges_not_exact_pins() -> None:

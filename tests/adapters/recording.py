@@ -8,6 +8,8 @@ learner's episode returns can be compared with them.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, ClassVar, Optional
 
 from marlhub.core import ALL
@@ -20,13 +22,16 @@ class ReturnsRecorder(HubWrapper):
     Args:
         env: the hub env.
         key: where its episodes (and its copies') go.
+        path: also append each episode's returns there, one JSON object a line (for
+            learners that run the env in worker processes).
     """
 
     FINISHED: ClassVar[dict[str, list[dict[Any, float]]]] = {}
 
-    def __init__(self, env: Any, key: str) -> None:
+    def __init__(self, env: Any, key: str, path: Optional[Path] = None) -> None:
         super().__init__(env)
         self.key = key
+        self.path = path
         self.FINISHED.setdefault(key, [])
         self.returns: dict[Any, float] = {}
 
@@ -40,4 +45,7 @@ class ReturnsRecorder(HubWrapper):
             self.returns[agent] += float(reward)
         if result[2].get(ALL) or result[3].get(ALL):
             self.FINISHED[self.key].append(dict(self.returns))
+            if self.path is not None:
+                with open(self.path, "a") as log:
+                    log.write(json.dumps(self.returns) + "\n")
         return result

@@ -157,3 +157,66 @@ def test_tianshou_trains_masked_dqn_on_the_aec_view_of_a_masked_game() -> None:
         n_episode=5, reset_before_collect=True)
     paid = [[episode[a] for a in ("player_0", "player_1")] for episode in ReturnsRecorder.FINISHED[key]]
     assert stats.returns.tolist() == paid  # each player's return, as the hub paid it
+
+
+@pytest.mark.filterwarnings("ignore:MakeEvolvable will be deprecated:DeprecationWarning")
+def test_agilerl_ippo_trains_through_its_pettingzoo_vector_env(tmp_path: Any) -> None:
+    """AgileRL's documented path: AsyncPettingZooVecEnv workers and its on-policy trainer.
+
+    The newest AgileRL requires PettingZoo before 1.27: CI installs it in the job that
+    tests marlhub's oldest supported versions (.ci/oldest).
+    """
+    pytest.importorskip("mpe2")
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("agilerl")
+    import json
+
+    import numpy as np
+    from agilerl.algorithms import IPPO
+    from agilerl.training.train_multi_agent_on_policy import train_multi_agent_on_policy
+    from agilerl.vector import AsyncPettingZooVecEnv
+
+    logs = [tmp_path / f"worker{i}.jsonl" for i in range(2)]
+
+    def make_env(log: Any) -> Any:
+        hub = marlhub.make("mpe2/simple_spread-v3", {"api": "parallel", "max_cycles": 25})
+        return to_pettingzoo(ReturnsRecorder(hub, "agilerl", log), api="parallel")
+
+    env = AsyncPettingZooVecEnv([lambda log=log: make_env(log) for log in logs])
+    seen: list[list[dict[str, float]]] = [[], []]  # what AgileRL's trainer received, by copy
+    running = [dict.fromkeys(env.possible_agents, 0.0) for _ in logs]
+    step = env.step
+
+    def recording_step(actions: Any) -> Any:
+        result = step(actions)
+        rewards, terminated, truncated = result[1], result[2], result[3]
+        for i, totals in enumerate(running):
+            for agent in totals:
+                totals[agent] += float(np.nan_to_num(rewards[agent][i]))
+            if all(terminated[a][i] or truncated[a][i] for a in totals):
+                seen[i].append(dict(totals))
+                running[i] = dict.fromkeys(totals, 0.0)
+        return result
+
+    reset = env.reset
+
+    def recording_reset(**kwargs: Any) -> Any:  # the trainer resets mid-episode too
+        running[:] = [dict.fromkeys(env.possible_agents, 0.0) for _ in logs]
+        return reset(**kwargs)
+
+    env.step = recording_step  # type: ignore[method-assign]
+    env.reset = recording_reset  # type: ignore[method-assign]
+    env.reset(seed=0)
+    agent = IPPO(observation_spaces=[env.single_observation_space(a) for a in env.agents],
+                 action_spaces=[env.single_action_space(a) for a in env.agents],
+                 agent_ids=list(env.agents), learn_step=64, batch_size=32, update_epochs=2)
+    before = [p.detach().clone() for p in agent.actors.parameters()]
+    train_multi_agent_on_policy(env, "mpe2/simple_spread-v3", "IPPO", [agent], sum_scores=False,
+                                max_steps=256, evo_steps=128, eval_loop=1, verbose=False)
+    assert any(not torch.equal(b, p) for b, p in zip(before, agent.actors.parameters()))
+    assert agent.steps >= 256
+    for log, episodes in zip(logs, seen):
+        paid = [json.loads(line) for line in log.read_text().splitlines()]
+        assert len(episodes) >= 5
+        for got, hub_paid in zip(episodes, paid):  # float32 rewards summed in two orders
+            assert got == pytest.approx(hub_paid)
