@@ -10,8 +10,10 @@ and every action dict is compared, after ``step``, with what was sent.
 Once per target it checks the ``reset`` signature and runs the probes of
 :mod:`~marlhub.conformance.probes`: ``step`` before any reset and after the
 end, resets without a seed and with options, episode 0 again with numpy
-actions, on a fresh instance, after a reset in its middle and in a fresh
-process, and memory over repeated episodes.
+actions, beside a fresh instance, after a reset in its middle, in a fresh process
+and with other actions, memory over repeated episodes, then copies, rendering and
+closing (:mod:`~marlhub.conformance.lifecycle`). It watches the global random state
+around every call, and what episode 0's calls returned, for later writes.
 
 The env under test is only ever reset and stepped; the driver never seeds its
 spaces nor touches its attributes. A misbehaving env (an exception, a
@@ -27,6 +29,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from marlhub.conformance.action_effect import ActionEffectProbe
+from marlhub.conformance.action_forms import ActionFormsProbe
+from marlhub.conformance.aliasing import ReturnedValues
 from marlhub.conformance.calls import (
     EnvTimeout,
     Malformed,
@@ -38,10 +43,16 @@ from marlhub.conformance.calls import (
     unpack_step,
 )
 from marlhub.conformance.fresh_process import FRESH_PROCESS_SECONDS, FreshProcess, take
+from marlhub.conformance.lifecycle import LifecycleProbes
 from marlhub.conformance.options import CheckOptions
 from marlhub.conformance.probes import Probes
+from marlhub.conformance.random_state import GlobalRandomWatch
 from marlhub.conformance.report import Finding, Report, Reproducer
 from marlhub.conformance.space_identity import SpaceWatch
+from marlhub.conformance.time_limit import (
+    ended_by_termination_at_limit,
+    time_limit_message,
+)
 from marlhub.conformance.trajectories import (
     Recording,
     copy_actions,
@@ -51,6 +62,7 @@ from marlhub.conformance.trajectories import (
 from marlhub.contract import rules
 from marlhub.contract.checks import TRANSITION_CHECKS, SpaceCache, Transition
 from marlhub.contract.compare import why_different
+from marlhub.contract.finite import check_obs_finite
 from marlhub.episode.play import RandomEpisode, Step
 
 __all__ = ["CheckOptions", "Driver"]
@@ -59,6 +71,8 @@ __all__ = ["CheckOptions", "Driver"]
 MAX_FINDINGS_PER_RULE = 25
 #: Steps of episode 0 that the probes play again (numpy actions, fresh instance, mid reset).
 PROBED_STEPS = 100
+#: The contract's per-transition checks, and obs.finite.
+CHECKS = [*TRANSITION_CHECKS, (rules.OBS_FINITE, check_obs_finite)]
 
 
 class _NoActionSpace(Exception):
@@ -117,6 +131,7 @@ class Driver:
         self.spaces = SpaceCache(env)
         self.watch = SpaceWatch(env, self.add)
         self.probes = Probes(self)
+        self.lifecycle = LifecycleProbes(self)
         self._per_rule: dict[str, int] = {}
         self.suppressed: dict[str, int] = {}
         # reset() keywords the env takes; a missing `options` is reported once, not per call.
@@ -128,6 +143,9 @@ class Driver:
         self._mutation_reported = False
         # Whether a seeded reset failed: the probes of other resets would only repeat it.
         self.reset_failed = False
+        # What episode 0's calls returned, to see whether later calls write into it.
+        self.returned = ReturnedValues()
+        self.random_watch = GlobalRandomWatch()
 
     # -- reporting ----------------------------------------------------------------
 
@@ -213,6 +231,15 @@ class Driver:
                 self._replay(episode, played)
             if episode == 0 and not played.aborted:
                 reference = played.recording
+        changed = self.returned.first_change()
+        if changed:
+            index, what, reason = changed
+            self.add(rules.OBS_UNTOUCHED,
+                     f"the {what} returned by call {index} of episode 0 (0 is the reset) changed "
+                     f"after they were returned ({reason}; as returned vs after the later calls "
+                     "and episodes). Learners store what a call returns (replay buffers, "
+                     "rollouts): return new arrays and dicts each call (obs.copy(), a new infos "
+                     "dict per agent), or arrays you never write again.", episode=0, step=index)
         return reference
 
     def _after_episodes(self, reference: Optional[Recording],
@@ -221,14 +248,18 @@ class Driver:
         if reference is not None:
             # Forms, instances and resets show in the first steps; long games are cut there.
             head = reference.head(PROBED_STEPS)
-            self.probes.action_forms(head)
-            if self.reproducible:
-                self.probes.fresh_instance(head)
-                self.probes.mid_episode_reset(head)
-                self.probes.unseeded_reset(head)
+            ActionFormsProbe(self).run(head)
+            for probe in (self.probes.fresh_instance, self.probes.mid_episode_reset,
+                          self.probes.unseeded_reset, ActionEffectProbe(self).run):
+                if self.reproducible:  # each replays the recording: once one differs, stop
+                    probe(head)
         if not self.reset_failed:
             self.probes.resets()
             self.probes.memory()
+            self.lifecycle.render()
+            self.lifecycle.close(reference)
+            if reference is not None and self.reproducible:  # copies replay the recording
+                self.lifecycle.copies(reference.head(PROBED_STEPS))
         if reference is not None and child is not None and self.reproducible:
             self.probes.fresh_process(child, reference)
 
@@ -281,6 +312,7 @@ class Driver:
         try:
             possible = list(env.possible_agents)
             self._agents_before = read_agents(env)
+            self.random_watch.mark()
             for step in run:
                 where = self._where(episode, seed, run, step.index)
                 self._after_call(run, step, where, episode)
@@ -290,6 +322,7 @@ class Driver:
                 played.trace.append((step.obs, step.rewards, step.terminateds, step.truncateds))
                 if played.recording is not None:
                     played.recording.snapshots.append(snapshot(*played.trace[-1]))
+                    self.returned.keep(step.index, step.obs, step.infos)
                 played.ended = step.over
                 appeared |= set(step.obs)
                 done |= transition.done_now
@@ -304,6 +337,11 @@ class Driver:
             if played.recording is not None:
                 played.recording.actions = list(run.actions)
         played.aborted = run.stalled  # turn.actors_exist was reported; nothing to send
+        declared = played.ended and ended_by_termination_at_limit(
+            env, len(run.actions), played.trace[-1][2], played.trace[-1][3])
+        if declared and not self._per_rule.get(rules.DONE_TIME_LIMIT):
+            self.add(rules.DONE_TIME_LIMIT, time_limit_message(declared, len(run.actions)),
+                     episode=episode, step=len(run.actions))
         if run.cut:
             self.add(rules.EPISODE_ENDS,
                      f"the episode did not end within {self.options.max_steps} steps; end it with "
@@ -313,7 +351,17 @@ class Driver:
 
     def _after_call(self, run: RandomEpisode, step: Step, where: dict[str, Any],
                     episode: int) -> None:
-        """Check what a call left behind beyond its return: spaces, and the action dict sent."""
+        """Check what a call left behind beyond its return: spaces, the action dict sent, and
+        the global random generators."""
+        touched = self.random_watch.touched()
+        if touched and not self._per_rule.get(rules.SEED_GLOBAL_STATE):
+            call = "reset()" if step.index == 0 else "step()"
+            self.add(rules.SEED_GLOBAL_STATE,
+                     f"{call} changed the state of {touched}: it seeds or draws from a generator "
+                     "every instance and library in the process shares, so two instances "
+                     "stepped in turn (vector envs, lockstep comparisons) disturb each other. "
+                     "Draw from self.np_random (seeded by super().reset(seed=seed)), or a "
+                     "generator of the env's own.", **where)
         if step.index == 0:
             self.watch.reread_all(f"after the reset of episode {episode}", where)
         else:
@@ -399,10 +447,11 @@ class Driver:
             actions[agent] = run.sampler.sample(agent, space, mask)
         self._agents_before = read_agents(self.env)
         self._sent = copy_actions(actions)
+        self.random_watch.mark()
         return actions
 
     def _judge(self, transition: Transition, where: dict[str, Any]) -> None:
-        for rule, check in TRANSITION_CHECKS:
+        for rule, check in CHECKS:
             try:
                 issues = check(transition, self.spaces)
             except EnvTimeout:

@@ -39,7 +39,7 @@ def mark_known_faults(report: Report, env_id: Optional[str], registry: Registry,
         if report.findings or report.conversions else {}
     for finding in report.findings:
         reason = faults.get(finding.rule)
-        if reason and finding.severity == "error":
+        if reason and not finding.message.startswith("Known fault"):
             finding.severity = "warning"
             finding.message = (
                 f"Known fault of the native env, not of the adapter ({reason}): {finding.message}"

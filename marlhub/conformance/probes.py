@@ -7,10 +7,9 @@ Once per target, besides playing its episodes, the driver asks :class:`Probes` t
   a clear error, not return, nor crash from inside (``episode.step_after_end``);
 * reset without a seed, and with ``options={}`` as Gymnasium's ``check_env``
   does (``reset.returns_dicts``, ``env.raised``);
-* play a recorded episode again with its Discrete actions as ``numpy.int64``
-  and 0-d arrays (``turn.actions_accepted``), on a fresh instance
-  (``seed.reproducible``), and after a reset in the middle of it
-  (``reset.mid_episode``);
+* play a recorded episode again on a fresh instance stepped in turn with this one
+  (``seed.reproducible``), and after a reset in the middle of it, after a death
+  and after a late join where it has them (``reset.mid_episode``);
 * after that episode, reset without a seed and play on, here and on a fresh
   instance: the same seeded past gives the same unseeded episode
   (``seed.reproducible``; Gymnasium's ``reset(seed=None)`` keeps the generator);
@@ -20,7 +19,10 @@ Once per target, besides playing its episodes, the driver asks :class:`Probes` t
   ``PYTHONHASHSEED`` (``seed.reproducible``).
 
 Every probe copies the action dicts it sends and never stops the check: what
-the env raises becomes a finding.
+the env raises becomes a finding. The other probes have modules of their own:
+numpy's action forms (:mod:`~marlhub.conformance.action_forms`), the effect of a
+choice (:mod:`~marlhub.conformance.action_effect`), and copies, rendering and
+closing (:mod:`~marlhub.conformance.lifecycle`).
 """
 
 from __future__ import annotations
@@ -29,9 +31,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
-
-import gymnasium as gym
-import numpy as np
 
 from marlhub.conformance.calls import (
     EnvTimeout,
@@ -42,6 +41,7 @@ from marlhub.conformance.calls import (
 )
 from marlhub.conformance.fresh_process import FreshProcess
 from marlhub.conformance.memory import PROBE_EPISODES, memory_growth
+from marlhub.conformance.mid_reset import cut_points
 from marlhub.conformance.trajectories import (
     NAMES,
     Recording,
@@ -49,6 +49,7 @@ from marlhub.conformance.trajectories import (
     copy_actions,
     first_difference,
     play_actions,
+    play_interleaved,
     snapshot,
     step_digests,
 )
@@ -202,92 +203,91 @@ class Probes:
 
     # -- a recorded episode, again ---------------------------------------------------------
 
-    def action_forms(self, ref: Recording) -> None:
-        """Replay ``ref`` with its int actions of Discrete spaces as numpy.int64 and 0-d arrays."""
-        converted = [self._numpy_forms(i, a) for i, a in enumerate(ref.actions)]
-        if all(_same_types(a, b) for a, b in zip(ref.actions, converted)):
-            return  # no Discrete action: the arrays sent are already the numpy form
-        into: list[Snapshot] = []
-        error = self._play(ref, into, actions=converted)
-        difference = None if error else first_difference(ref.snapshots, into)
-        if not error and not difference:
-            return
-        if self._plain_replay_differs(ref):
-            return  # the env does not replay at all: not a matter of forms
-        k = len(into) if error else (difference[0] if difference else 0)
-        where: dict[str, Any] = {"episode": ref.episode,
-                                 "reproducer": Reproducer(ref.seed, converted[:k])}
-        if error:
-            if k == 0:
-                return  # reset raised: actions play no part in that
-            self.d.add(rules.TURN_ACTIONS_ACCEPTED,
-                       f"step() raised {error} on {_forms(ref.actions[k - 1], converted[k - 1])}, "
-                       "where the same actions as int were accepted; every form the space's "
-                       "contains() accepts is a valid action: convert with int(action) first.",
-                       step=k, **where)
-        elif difference:
-            k, what, reason = difference
-            self.d.add(rules.TURN_ACTIONS_ACCEPTED,
-                       f"the same seed ({ref.seed}) and the same actions given as numpy.int64 and "
-                       f"0-d arrays instead of int gave different {what} at step {k} ({reason}; "
-                       "int vs numpy); treat every integer form alike, e.g. a = int(a).",
-                       step=k, **where)
-
-    def _numpy_forms(self, index: int, actions: Mapping[Any, Any]) -> dict[Any, Any]:
-        out = copy_actions(actions)
-        for position, (agent, action) in enumerate(actions.items()):
-            if type(action) is int and isinstance(self.d.spaces.action_space(agent),
-                                                  gym.spaces.Discrete):
-                out[agent] = (np.int64(action) if (index + position) % 2 == 0
-                              else np.array(action, np.int64))
-        return out
-
     def fresh_instance(self, ref: Recording) -> None:
-        """Replay ``ref`` on a newly built instance."""
+        """Replay ``ref`` on a newly built instance, stepped in turn with this one.
+
+        Two instances stepped in turn (a vector env, a lockstep comparison, a league of
+        copies) must each play the episode they play alone; an env that seeds and draws
+        numpy's or Python's global generator replays alone and not beside another.
+        """
         env = self._fresh_env()
         if env is None:
             return
-        into: list[Snapshot] = []
+        runs: tuple[list[Snapshot], list[Snapshot]] = ([], [])
         try:
-            error = self._play(ref, into, env=env)
+            error = self._interleave(ref, env, runs)
         finally:
             _close(env)
         where: dict[str, Any] = {"episode": ref.episode,
                                  "reproducer": Reproducer(ref.seed, ref.actions)}
-        fix = ("State shared between instances (a class attribute, a module-level counter or "
-               "RNG) or kept from construction changes the episode: keep episode state on the "
-               "instance, set it in reset(), and draw randomness from self.np_random.")
+        fix = ("State shared between instances (numpy's global np.random or Python's random "
+               "module, a class attribute, a module-level counter) or kept from construction "
+               "changes the episode: keep episode state on the instance, set it in reset(), "
+               "and draw randomness from self.np_random.")
+        head = (f"this instance and a fresh one, stepped in turn with the same seed "
+                f"({ref.seed}) and actions")
         if error:
             self.d.add(rules.SEED_REPRODUCIBLE,
-                       f"on a fresh instance the same seed ({ref.seed}) and actions raised {error} "
-                       f"at step {max(len(into) - 1, 0)}, where the first instance did not. {fix}",
-                       **where)
+                       f"{head}, raised {error} at step {max(len(runs[1]) - 1, 0)}, where this "
+                       f"instance alone did not. {fix}", **where)
             return
-        difference = first_difference(ref.snapshots, into)
-        if difference:
-            k, what, reason = difference
-            self.d.add(rules.SEED_REPRODUCIBLE,
-                       f"a fresh instance, reset with the same seed ({ref.seed}) and given the same "
-                       f"actions, gave different {what} at step {k} ({reason}; first instance vs "
-                       f"fresh one). {fix}", step=k, **where)
+        for label, into in (("the fresh one", runs[1]), ("this one", runs[0])):
+            difference = first_difference(ref.snapshots, into)
+            if difference:
+                k, what, reason = difference
+                alone = self._solo_fresh_matches(ref)
+                how = ("each plays its seeded episode alone, so they share state" if alone else
+                       "a fresh instance alone plays another episode too")
+                self.d.add(rules.SEED_REPRODUCIBLE,
+                           f"{head}: {label} gave different {what} at step {k} than this instance "
+                           f"alone ({reason}); {how}. {fix}", step=k, **where)
+                return
+
+    def _interleave(self, ref: Recording, fresh: Any,
+                    runs: tuple[list[Snapshot], list[Snapshot]]) -> Optional[str]:
+        try:
+            play_interleaved([self.d.env, fresh], ref.seed, ref.actions, self.d.reset_kwargs,
+                             list(runs))
+        except EnvTimeout:
+            raise
+        except Exception as exc:
+            return f"{type(exc).__name__}: {_clip(str(exc))}"
+        return None
+
+    def _solo_fresh_matches(self, ref: Recording) -> bool:
+        env = self._fresh_env()
+        if env is None:
+            return False
+        try:
+            into: list[Snapshot] = []
+            return not (self._play(ref, into, env=env) or first_difference(ref.snapshots, into))
+        finally:
+            _close(env)
 
     def mid_episode_reset(self, ref: Recording) -> None:
-        """Stop ``ref`` halfway, reset with its seed and play it whole: it must not change."""
-        if len(ref.actions) < 2:
-            return
-        half = len(ref.actions) // 2
+        """Stop ``ref`` midway, reset with its seed and play it whole: it must not change.
+
+        Midway is after the first death and after the first late join, where the episode
+        has them (state an env may forget to reset), else halfway.
+        """
+        for cut in cut_points(ref):
+            if not self._reset_after(ref, cut):
+                return  # one finding is enough
+
+    def _reset_after(self, ref: Recording, half: int) -> bool:
+        """Play ``half`` steps, reset and replay ``ref``; report and return False if it changed."""
         into: list[Snapshot] = []
         error = self._play(ref, [], actions=ref.actions[:half]) or self._play(ref, into)
         recipe = (f"reproduce: env.reset(seed={ref.seed}), {half} of the episode's action dicts, "
                   f"env.reset(seed={ref.seed}) again, then all {len(ref.actions)}")
         fix = ("Set all episode state in reset() (step counters, boards, buffers, the set of "
-               "done agents), not only when an episode ends.")
+               "done agents and of agents that joined), not only when an episode ends.")
         if error:
             self.d.add(rules.RESET_MID_EPISODE,
                        f"after a reset in the middle of an episode (after {half} steps), the same "
                        f"seed ({ref.seed}) and actions raised {error}, where after a reset at the "
                        f"end they did not ({recipe}). {fix}", episode=ref.episode)
-            return
+            return False
         difference = first_difference(ref.snapshots, into)
         if difference:
             k, what, reason = difference
@@ -297,6 +297,8 @@ class Probes:
                        f"({ref.seed}) and actions then gave different {what} at step {k} "
                        f"({reason}; after a reset at the end vs in the middle; {recipe}). {fix}",
                        episode=ref.episode, step=k)
+            return False
+        return True
 
     def unseeded_reset(self, ref: Recording) -> None:
         """After ``ref``, reset without a seed and play on, here and on a fresh instance.
@@ -368,10 +370,6 @@ class Probes:
             return f"{type(exc).__name__}: {_clip(str(exc))}"
         return None
 
-    def _plain_replay_differs(self, ref: Recording) -> bool:
-        into: list[Snapshot] = []
-        return bool(self._play(ref, into) or first_difference(ref.snapshots, into))
-
     # -- memory and other processes ---------------------------------------------------------
 
     def memory(self) -> None:
@@ -428,22 +426,6 @@ class Probes:
             self.d.add(rules.SEED_REPRODUCIBLE,
                        f"{head} took {len(theirs) - 1} steps where this process took "
                        f"{len(mine) - 1}. {fix}", **where)
-
-
-def _same_types(a: Mapping[Any, Any], b: Mapping[Any, Any]) -> bool:
-    return all(type(a[k]) is type(b[k]) for k in a)
-
-
-def _forms(plain: Mapping[Any, Any], sent: Mapping[Any, Any]) -> str:
-    parts = []
-    for agent, value in sent.items():
-        if isinstance(value, np.ndarray) and type(plain.get(agent)) is int:
-            parts.append(f"{agent!r}: np.array({plain[agent]}) (a 0-d int64 array)")
-        elif isinstance(value, np.generic) and type(plain.get(agent)) is int:
-            parts.append(f"{agent!r}: np.int64({plain[agent]})")
-        else:
-            parts.append(f"{agent!r}: {short(value, 40)}")
-    return "the action dict {" + ", ".join(parts) + "}"
 
 
 def _close(env: Any) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "digest",
     "first_difference",
     "play_actions",
+    "play_interleaved",
     "safe_mask",
     "snapshot",
     "step_digests",
@@ -162,6 +163,28 @@ def play_actions(
         sent = convert(index, action_dict) if convert else copy_actions(action_dict)
         o, r, te, tr, _ = unpack_step(env.step(sent))
         into.append(snapshot(o, r, te, tr))
+
+
+def play_interleaved(
+    envs: list[Any],
+    seed: Optional[int],
+    actions: list[dict[Any, Any]],
+    reset_kwargs: Mapping[str, Any],
+    intos: list[list[Snapshot]],
+) -> None:
+    """Play the same episode on every env of ``envs`` at once, one call each in turn.
+
+    What a vector env, a lockstep comparison or a league of copies does: each env is
+    reset with ``seed``, then each takes step k before any takes step k + 1. Snapshots
+    go to ``intos[i]`` as in :func:`play_actions`; an env that raises stops them all.
+    """
+    for env, into in zip(envs, intos):
+        obs, _ = unpack_reset(env.reset(seed=seed, **reset_kwargs))
+        into.append(snapshot(obs, {}, {}, {}))
+    for action_dict in actions:
+        for env, into in zip(envs, intos):
+            o, r, te, tr, _ = unpack_step(env.step(copy_actions(action_dict)))
+            into.append(snapshot(o, r, te, tr))
 
 
 def first_difference(first: list[Snapshot], again: list[Snapshot]) -> Optional[tuple[int, str, str]]:

@@ -20,11 +20,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "ACTION_EFFECTIVE",
     "DONE_ALL_CONSISTENT",
     "DONE_ALL_PRESENT",
     "DONE_FINAL",
     "DONE_FLAGS_BOOL",
+    "DONE_TIME_LIMIT",
     "DONE_TRUNCATION_HAS_OBS",
+    "ENV_CLOSE",
+    "ENV_COPYABLE",
     "ENV_RAISED",
     "ENV_TIMEOUT",
     "EPISODE_ENDS",
@@ -34,15 +38,19 @@ __all__ = [
     "IDS_AGENTS_CONSISTENT",
     "IDS_KNOWN",
     "INFO_KEYS",
+    "OBS_FINITE",
     "OBS_IN_SPACE",
+    "OBS_UNTOUCHED",
+    "RENDER_MODE",
+    "RESET_MID_EPISODE",
     "RESET_RETURNS_DICTS",
+    "RESOURCE_MEMORY_BOUNDED",
     "REWARD_ANY_AGENT",
     "REWARD_PRESENT",
-    "RESET_MID_EPISODE",
-    "RESOURCE_MEMORY_BOUNDED",
     "REWARD_SCALAR",
     "RULES",
     "Rule",
+    "SEED_GLOBAL_STATE",
     "SEED_REPRODUCIBLE",
     "SPACE_DEFINED",
     "STEP_RETURNS_TUPLE",
@@ -64,6 +72,8 @@ IDS_KNOWN = "ids.known"
 IDS_AGENTS_CONSISTENT = "ids.agents_consistent"
 SPACE_DEFINED = "space.defined"
 OBS_IN_SPACE = "obs.in_space"
+OBS_FINITE = "obs.finite"
+OBS_UNTOUCHED = "obs.untouched"
 TURN_ACTIONS_ACCEPTED = "turn.actions_accepted"
 TURN_ACTORS_EXIST = "turn.actors_exist"
 TURN_MASK_VALID = "turn.mask_valid"
@@ -78,6 +88,12 @@ REWARD_SCALAR = "reward.scalar"
 REWARD_ANY_AGENT = "reward.any_agent"
 INFO_KEYS = "info.keys"
 SEED_REPRODUCIBLE = "seed.reproducible"
+SEED_GLOBAL_STATE = "seed.global_state"
+DONE_TIME_LIMIT = "done.time_limit"
+ACTION_EFFECTIVE = "action.effective"
+ENV_COPYABLE = "env.copyable"
+ENV_CLOSE = "env.close"
+RENDER_MODE = "render.mode"
 EPISODE_ENDS = "episode.ends"
 EPISODE_STEP_AFTER_END = "episode.step_after_end"
 EQUIV_TRAJECTORY = "equiv.trajectory"
@@ -124,9 +140,20 @@ _TABLE: list[tuple[str, Severity, str]] = [
      "get_observation_space/get_action_space return a gymnasium Space for every possible "
      "agent, the same object each call, after every reset and during episodes"),
     (OBS_IN_SPACE, "error", "obs[a] is in get_observation_space(a), dtype included"),
+    # Learners turn inf into NaN gradients as they do NaN, which obs.in_space already refuses.
+    (OBS_FINITE, "error",
+     "observations hold no inf (NaN is refused by obs.in_space), even where the space is "
+     "unbounded"),
+    # Replay buffers and rollouts store what a call returned and read it later.
+    (OBS_UNTOUCHED, "error",
+     "the observations and infos a call returned stay as they were: later calls do not write "
+     "into them (no array reused in place, no infos dict shared and edited)"),
+    # Refusing a 0-d array is a warning: Gymnasium's own FrozenLake and Taxi refuse it, and
+    # only some consumers send one (TorchRL's and SB3's vector envs index arrays).
     (TURN_ACTIONS_ACCEPTED, "error",
      "step accepts one valid action (mask respected) for exactly the actors, in every form "
-     "the space's contains takes (int, numpy.int64, a 0-d array for Discrete)"),
+     "the space's contains takes (int, numpy.int64; refusing a 0-d array for Discrete is a "
+     "warning)"),
     (TURN_ACTORS_EXIST, "error", "while the episode is not over there is at least one actor"),
     (TURN_MASK_VALID, "error",
      "an action mask (in the obs or infos) is a numpy array of 0/1 with one entry per action "
@@ -153,6 +180,32 @@ _TABLE: list[tuple[str, Severity, str]] = [
      "same seed and same actions give identical obs, rewards, done flags and agent order, on "
      "the same instance, on a fresh one and in a fresh process with another PYTHONHASHSEED; "
      "reset() without a seed goes on with the seeded generator"),
+    # A warning: an env may use the global generators on purpose; two instances then
+    # interfere, which seed.reproducible reports as an error where it shows.
+    (SEED_GLOBAL_STATE, "warning",
+     "reset and step leave numpy's global random state and Python's random module alone "
+     "(draw from self.np_random)"),
+    # RLlib and SB3 bootstrap the value of a truncated state and not of a terminated one:
+    # a time limit reported as termination teaches a wrong value, silently.
+    (DONE_TIME_LIMIT, "error",
+     "an episode cut by the limit the env declares (max_steps, max_cycles, "
+     "max_episode_steps, spec.max_episode_steps) is truncated, not terminated"),
+    # A warning: some envs ignore some actions by design (a no-op that equals a move into a
+    # wall); an action that never matters is what a bug such as `if action:` looks like.
+    (ACTION_EFFECTIVE, "warning",
+     "an agent's choice of action counts: from equal states, action 0 does not play out as "
+     "the agent's previous action where other actions play out otherwise (`if action:`)"),
+    # Warnings: portability. to_openspiel's clones, worker processes and checkpoints copy
+    # or pickle an env mid-episode; an env that cannot be still runs where nothing copies it.
+    (ENV_COPYABLE, "warning",
+     "an env mid-episode deep-copies and pickles, and the copy plays on as the original does "
+     "(or refuses clearly: a marlhub error when copied, a request to reset when stepped)"),
+    (ENV_CLOSE, "warning",
+     "close() can be called twice; step() after close() raises a clear error"),
+    # Video recorders and PettingZoo's save_observation read render() by render_mode.
+    (RENDER_MODE, "error",
+     "render() returns what render_mode promises: an HxWx3 uint8 array for rgb_array, a str "
+     "for ansi, None for human"),
     (EPISODE_ENDS, "warning", "an episode reaches __all__ within the step budget"),
     (EPISODE_STEP_AFTER_END, "warning",
      "step after __all__ (the last action dict or {}) or before reset raises a clear error, "

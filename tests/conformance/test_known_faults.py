@@ -22,7 +22,8 @@ class Upstream:
         return {"global_rng": B.GlobalRandomRewards, "bool_reward": B.BoolReward}[rest]()
 
     def known_faults(self, rest: str) -> dict[str, str]:
-        return {R.SEED_REPRODUCIBLE: "upstream draws from numpy's global RNG"} if rest else {}
+        return {rule: "upstream draws from numpy's global RNG"
+                for rule in (R.SEED_REPRODUCIBLE, R.SEED_GLOBAL_STATE)} if rest else {}
 
 
 def registry() -> Registry:
@@ -33,8 +34,8 @@ def registry() -> Registry:
 
 def test_known_faults_become_warnings_that_name_the_upstream_fault() -> None:
     report = check("upstream/global_rng", episodes=3, registry=registry())
-    assert report.ok and report.rules_broken() == [R.SEED_REPRODUCIBLE]
-    finding = report.findings[0]
+    assert report.ok and report.rules_broken() == [R.SEED_GLOBAL_STATE, R.SEED_REPRODUCIBLE]
+    finding = next(f for f in report.findings if f.rule == R.SEED_REPRODUCIBLE)
     assert finding.severity == "warning"
     assert finding.message.startswith(
         "Known fault of the native env, not of the adapter (upstream draws from numpy's global RNG): "

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from marlhub.conformance import Finding, Report, check
 from marlhub.conformance import rules as R
 from marlhub.conformance.probes import why_not_refused
+from tests.conformance import round3_breakers as C
 from tests.conformance import rule_breakers as B
 
 
@@ -41,7 +44,9 @@ def test_a_reset_mid_episode_says_how_to_reproduce_it() -> None:
 
 def test_a_fresh_instance_plays_the_first_episode_again() -> None:
     [finding] = only(check(B.SaltedByInstanceCount, episodes=2), R.SEED_REPRODUCIBLE)
-    assert finding.message.startswith("a fresh instance, reset with the same seed (0)")
+    assert finding.message.startswith("this instance and a fresh one, stepped in turn with the "
+                                      "same seed (0)")
+    assert "a fresh instance alone plays another episode too" in finding.message
     assert check(B.duel_instance, episodes=2).ok  # one given instance: nothing to rebuild
 
 
@@ -64,3 +69,60 @@ def test_an_unseeded_reset_must_go_on_with_the_seeded_generator() -> None:
     assert finding.message.startswith("after reset(seed=0) and the same")
     assert "reset() without a seed gave different" in finding.message
     assert "not draw a new one from the OS" in finding.message
+
+
+def test_two_instances_stepped_in_turn_must_each_replay_their_episode() -> None:
+    report = check(C.SeedsNumpysGlobalGenerator, episodes=2)
+    assert report.rules_broken() == [R.SEED_GLOBAL_STATE, R.SEED_REPRODUCIBLE]
+    [replayed] = report.by_rule()[R.SEED_REPRODUCIBLE]
+    assert "stepped in turn" in replayed.message
+    assert "each plays its seeded episode alone, so they share state" in replayed.message
+    [touched] = report.by_rule()[R.SEED_GLOBAL_STATE]
+    assert touched.message.startswith("reset() changed the state of numpy's global generator")
+    assert touched.severity == "warning"
+    python = check(C.SeedsPythonsRandom, episodes=2).by_rule()[R.SEED_GLOBAL_STATE]
+    assert python[0].message.startswith("reset() changed the state of Python's random module")
+
+
+def test_a_reset_after_a_death_finds_the_dead_kept() -> None:
+    [finding] = only(check(C.ForgetsItsDeadInStep, episodes=2), R.RESET_MID_EPISODE)
+    assert "after 3 of its 6 steps" in finding.message  # 'c' died at step 2
+    assert "keys ['a', 'b', 'c'] vs ['a', 'b']" in finding.message
+
+
+def test_stored_returns_that_change_later_name_the_call() -> None:
+    [obs] = only(check(C.WritesObsInPlace, episodes=2), R.OBS_UNTOUCHED)
+    assert obs.message.startswith("the observations returned by call 0 of episode 0")
+    [infos] = only(check(C.EditsInfosLater, episodes=2), R.OBS_UNTOUCHED)
+    assert infos.message.startswith("the infos returned by call 0 of episode 0")
+
+
+def test_refusing_0d_arrays_is_a_warning_that_names_who_sends_them() -> None:
+    report = check(C.RefusesZeroDimArrays, episodes=2)
+    [finding] = only(report, R.TURN_ACTIONS_ACCEPTED)
+    assert report.ok and finding.severity == "warning"
+    assert "Only the 0-d arrays are refused" in finding.message and "TorchRL" in finding.message
+    assert not check(C.RefusesZeroDimArrays, episodes=2, strict=True).ok
+
+
+def test_a_dropped_action_0_is_named() -> None:
+    [finding] = only(check(C.DropsActionZero, episodes=2), R.ACTION_EFFECTIVE)
+    assert "'a''s action 0 played out exactly as its previous action" in finding.message
+    assert finding.agent == "a"
+    # An action that shows only later (a round paid when complete) is no finding.
+    assert check(C.AppliesTheLastTurnsAction, episodes=2, strict=True).ok
+
+
+@pytest.mark.parametrize(("breaker", "words"), [
+    (C.HoldsALock, "copy.deepcopy(env) after reset(seed=0) and 3 steps of episode 0 raised "
+                   "TypeError"),
+    (C.CloseRaisesTheSecondTime, "close() a second time after reset(seed=0) raised RuntimeError"),
+    (C.StepsOnAfterClose, "step() after close() returned normally"),
+    (C.RendersTextAsRgbArray, "render() after reset(seed=0) got str where rgb_array promises"),
+    (C.TimeLimitAsTermination, "the episode ended at step 6, the limit the env declares "
+                               "(max_steps = 6)"),
+    (C.InfiniteObs, "obs['a'] holds inf at [0]"),
+])
+def test_each_round_3_finding_says_what_happened(breaker: type, words: str) -> None:
+    messages = [f.message for f in check(breaker, episodes=2).findings]
+    assert any(words in m for m in messages), messages

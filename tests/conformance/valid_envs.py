@@ -180,6 +180,96 @@ class FloatMasks(_Base):
         return int(action) != 1
 
 
+class UnboundedFiniteObs(_Base):
+    """An unbounded Box whose values are large but finite."""
+
+    def observation_space_of(self, agent: Any) -> gym.Space:
+        return gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+
+    def observe(self, agent: Any) -> Any:
+        return np.array([self.t, -3e38], np.float32)
+
+
+class SharedReadOnlyObs(_Base):
+    """Hands out one read-only array to every agent at every step, and never writes it."""
+
+    CONSTANT = np.array([7.0], np.float32)
+    CONSTANT.setflags(write=False)
+
+    def observe(self, agent: Any) -> Any:
+        return self.CONSTANT
+
+
+class TruncatesAtItsLimit(_Base):
+    """Declares max_steps and truncates there (the base's episode end)."""
+
+    max_steps = _Base.LENGTH
+
+
+class BothDoneAtTheEnd(_Base):
+    """The last step terminates and truncates every agent at once."""
+
+    def step(self, action_dict: dict) -> tuple[dict, dict, dict, dict, dict]:
+        obs, rewards, terminateds, truncateds, infos = super().step(action_dict)
+        if self.over:
+            terminateds = {a: True for a in obs} | {"__all__": True}
+            truncateds = {a: True for a in obs} | {"__all__": True}
+        return obs, rewards, terminateds, truncateds, infos
+
+
+class OneStepEpisodes(_Base):
+    """Every episode is one step long."""
+
+    LENGTH = 1
+
+
+class SmallRewardTypes(_Base):
+    """Rewards as float16, int32 and plain int."""
+
+    def reward(self, agent: Any, actions: dict) -> Any:
+        return np.float16(0.25) if agent == "a" else (np.int32(-1) if self.t % 2 else 2)
+
+
+class TextTupleAndGridSpaces(_Base):
+    """Text and Tuple observations, and a 2-D MultiDiscrete action space."""
+
+    def observation_space_of(self, agent: Any) -> gym.Space:
+        return gym.spaces.Tuple((gym.spaces.Text(8), gym.spaces.Discrete(10)))
+
+    def action_space_of(self, agent: Any) -> gym.Space:
+        return gym.spaces.MultiDiscrete(np.array([[2, 3], [3, 2]]))
+
+    def observe(self, agent: Any) -> Any:
+        return (f"t{self.t}", self.t)
+
+    def reward(self, agent: Any, actions: dict) -> Any:
+        return float(np.sum(actions[agent])) if agent in actions else 0.0
+
+
+class RendersAndCloses(_Base):
+    """Renders rgb_array frames, and releases a resource in close() (then refuses to step)."""
+
+    metadata = {"render_modes": ["rgb_array"]}
+    render_mode = "rgb_array"
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        self.screen: Any = object()
+
+    def render(self) -> Any:
+        return np.zeros((4, 6, 3), np.uint8)
+
+    def close(self) -> None:
+        self.screen = None
+
+    def step(self, action_dict: dict) -> tuple[dict, dict, dict, dict, dict]:
+        if self.screen is None:
+            raise ResetNeededError("RendersAndCloses was closed")
+        return super().step(action_dict)
+
+
 #: Every valid env above.
 VALID_ENVS = [LateJoiners, RewardsToIdleAgents, NumpyScalarRewards, IntegerAgentIds,
-              ActionsStartAtOne, MasksInInfos, TupleMasks, FloatMasks]
+              ActionsStartAtOne, MasksInInfos, TupleMasks, FloatMasks, UnboundedFiniteObs,
+              SharedReadOnlyObs, TruncatesAtItsLimit, BothDoneAtTheEnd, OneStepEpisodes,
+              SmallRewardTypes, TextTupleAndGridSpaces, RendersAndCloses]

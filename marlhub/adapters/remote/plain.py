@@ -35,7 +35,7 @@ from marlhub.adapters.remote.tensors import dm_env_rpc_pb2
 from marlhub.core import ALL, MultiAgentEnv
 from marlhub.episode.actions import check_action_dict
 from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
-from marlhub.errors import RemoteRequestError
+from marlhub.errors import RemoteEnvError, RemoteRequestError
 
 __all__ = ["PlainRemoteEnv", "space_of_spec"]
 
@@ -202,6 +202,21 @@ class PlainRemoteEnv(MultiAgentEnv):
     def close(self) -> None:
         """Leave (and destroy, if this env created it) the world; close the connection."""
         leave_and_close(self._link, str(self.world_name), self._created)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "PlainRemoteEnv":
+        raise self._no_copy()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise self._no_copy()
+
+    def _no_copy(self) -> RemoteEnvError:
+        # marlhub's own servers copy a world on request (RemoteEnv); a plain server has no
+        # such request, and a connection is not an episode.
+        return RemoteEnvError(
+            self.address, "copy", "a plain dm_env_rpc server cannot copy a world, so a "
+            "connection to one cannot be copied or pickled",
+            fix="Connect again with marlhub.make('remote/HOST:PORT') for a new world, or serve "
+            "the env with `marlhub serve`, whose worlds copy.")
 
     def __repr__(self) -> str:
         return f"PlainRemoteEnv(dm_env_rpc server at {self.address}, world {self.world_name!r})"
