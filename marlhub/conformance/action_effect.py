@@ -30,14 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
-from marlhub.conformance.calls import EnvTimeout, unpack_reset, unpack_step
+from marlhub.conformance.calls import EnvTimeout
 from marlhub.conformance.trajectories import (
     Recording,
     Snapshot,
-    copy_actions,
     first_difference,
+    play_actions,
     safe_mask,
-    snapshot,
 )
 from marlhub.contract import rules
 from marlhub.contract.findings import Reproducer
@@ -67,8 +66,8 @@ class ActionEffectProbe:
         agent, positions = self._turns(ref)
         if agent is None:
             return
-        matches: dict[Any, int] = {}   # value -> positions where it played out as the previous
-        refuted: set[Any] = set()      # values seen to differ from the previous action
+        matches: dict[Any, int] = {}   # value -> turns where it alone played as the previous
+        refuted: set[Any] = set()      # values seen to differ from it, or alike with others
         for k, previous in positions:
             outcomes = self._outcomes(ref, k, agent, previous)
             if previous not in outcomes or len(outcomes) < 2:
@@ -81,17 +80,15 @@ class ActionEffectProbe:
             if len(alike) == 1:  # one value alone plays as the previous one: it may be dropped
                 matches[alike[0]] = matches.get(alike[0], 0) + 1
             refuted.update(v for v, d in first.items() if d is not None or len(alike) > 1)
-        where: dict[str, Any] = {"episode": ref.episode, "agent": agent,
-                                 "reproducer": Reproducer(ref.seed, ref.actions)}
         # `if action:` drops the falsy action: 0.
-        stale = [v for v, n in matches.items() if n >= 2 and v not in refuted and v == 0]
-        if stale:
+        if matches.get(0, 0) >= 2 and 0 not in refuted:
             self.d.add(rules.ACTION_EFFECTIVE,
-                       f"{agent!r}'s action {stale[0]!r} played out exactly as its previous action "
-                       f"at every turn of episode 0 where it was tried ({matches[stale[0]]}), while "
+                       f"{agent!r}'s action 0 played out exactly as its previous action "
+                       f"at every turn of episode 0 where it was tried ({matches[0]}), while "
                        "other actions played out differently: the env drops it and reuses the "
                        "last one. A test such as `if action:` takes 0 for no action: test "
-                       "`if action is not None:` or `agent in action_dict`.", **where)
+                       "`if action is not None:` or `agent in action_dict`.", episode=ref.episode,
+                       agent=agent, reproducer=Reproducer(ref.seed, ref.actions))
 
     def _turns(self, ref: Recording) -> tuple[Any, list[tuple[int, Any]]]:
         """An agent with a Discrete action space, and ``(step, its previous action)`` of its
@@ -113,7 +110,8 @@ class ActionEffectProbe:
                   previous: Any) -> dict[Any, list[Snapshot]]:
         """What the steps from ``k`` on give with each tried legal value of ``agent``'s action."""
         try:
-            obs, infos = self._play(ref, ref.actions[:k], [])
+            obs, infos = play_actions(self.d.env, ref.seed, ref.actions[:k],
+                                      self.d.reset_kwargs, [])
         except EnvTimeout:
             raise
         except Exception:
@@ -124,28 +122,17 @@ class ActionEffectProbe:
         start = int(space.start)
         legal = [start + i for i in range(int(space.n)) if mask is None or mask[i]]
         sent = ref.actions[k][agent]
-        tried = [v for v in dict.fromkeys([previous, sent, *legal]) if v in legal]
-        tried = tried if len(tried) <= MAX_CHOICES else tried[:MAX_CHOICES]
+        tried = [v for v in dict.fromkeys([previous, sent, *legal]) if v in legal][:MAX_CHOICES]
         outcomes = {}
         for value in tried:
             changed = [*ref.actions[:k], {**ref.actions[k], agent: value},
                        *ref.actions[k + 1:k + HORIZON]]
             into: list[Snapshot] = []
             try:
-                self._play(ref, changed, into)
+                play_actions(self.d.env, ref.seed, changed, self.d.reset_kwargs, into)
             except EnvTimeout:
                 raise
             except Exception:
                 continue  # the later recorded actions do not fit this episode: no verdict
             outcomes[value] = into[k + 1:]
         return outcomes
-
-    def _play(self, ref: Recording, actions: list[dict[Any, Any]],
-              into: list[Snapshot]) -> tuple[Any, Any]:
-        """Play ``actions`` from ``ref``'s seed into ``into``; return the last obs and infos."""
-        obs, infos = unpack_reset(self.d.env.reset(seed=ref.seed, **self.d.reset_kwargs))
-        into.append(snapshot(obs, {}, {}, {}))
-        for action_dict in actions:
-            obs, r, te, tr, infos = unpack_step(self.d.env.step(copy_actions(action_dict)))
-            into.append(snapshot(obs, r, te, tr))
-        return obs, infos

@@ -28,6 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.conformance.calls import EnvTimeout, short
+from marlhub.conformance.probes import _clip
 from marlhub.conformance.trajectories import (
     Recording,
     Snapshot,
@@ -116,8 +117,7 @@ class ActionFormsProbe:
         except EnvTimeout:
             raise
         except Exception as exc:
-            text = str(exc)
-            return f"{type(exc).__name__}: {text if len(text) <= 100 else text[:97] + '...'}"
+            return f"{type(exc).__name__}: {_clip(str(exc))}"
         return None
 
 

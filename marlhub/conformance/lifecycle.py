@@ -41,13 +41,15 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
-from marlhub.conformance.calls import EnvTimeout, short
-from marlhub.conformance.probes import why_not_refused
+from marlhub.conformance.calls import EnvTimeout, short, unpack_step
+from marlhub.conformance.probes import _clip, _close, why_not_refused
 from marlhub.conformance.trajectories import (
     Recording,
     Snapshot,
+    copy_actions,
     first_difference,
     play_actions,
+    snapshot,
 )
 from marlhub.contract import rules
 from marlhub.contract.findings import Reproducer
@@ -106,19 +108,11 @@ class LifecycleProbes:
     def __init__(self, driver: Driver) -> None:
         self.d = driver
 
-    def _fresh(self) -> Any:
-        if self.d.make_fresh is None:
-            return None
-        try:
-            return self.d.make_fresh()
-        except Exception:  # building is the main check's business
-            return None
-
     # -- copies ---------------------------------------------------------------------------
 
     def copies(self, ref: Recording) -> None:
         """Deep-copy and pickle an instance a few steps into ``ref``; the copies play on alike."""
-        env = self._fresh()
+        env = self.d.probes.fresh_env()
         own = env is not None
         env = env if own else self.d.env
         k = min(len(ref.actions) // 2, 10)
@@ -181,7 +175,7 @@ class LifecycleProbes:
         mode = getattr(self.d.env, "render_mode", None)
         if not isinstance(mode, str) or mode not in _PROMISES or mode == "human":
             return  # nothing promised, or a window the check must not open
-        env = self._fresh()
+        env = self.d.probes.fresh_env()
         own = env is not None
         env = env if own else self.d.env
         seed = self.d.options.seed
@@ -211,7 +205,7 @@ class LifecycleProbes:
     def close(self, ref: Optional[Recording] = None) -> None:
         """Close a fresh instance twice, then step it with episode 0's first action dict (``{}``
         without ``ref``); only a given instance is not closed."""
-        env = self._fresh()
+        env = self.d.probes.fresh_env()
         if env is None:
             return
         seed = self.d.options.seed
@@ -280,9 +274,6 @@ def _pickled(env: Any) -> Any:
 
 
 def _step_on(env: Any, actions: list[dict[Any, Any]], into: list[Snapshot]) -> Optional[str]:
-    from marlhub.conformance.calls import unpack_step
-    from marlhub.conformance.trajectories import copy_actions, snapshot
-
     try:
         for action_dict in actions:
             o, r, te, tr, _ = unpack_step(env.step(copy_actions(action_dict)))
@@ -292,14 +283,3 @@ def _step_on(env: Any, actions: list[dict[Any, Any]], into: list[Snapshot]) -> O
     except Exception as exc:
         return f"{type(exc).__name__}: {_clip(str(exc))}"
     return None
-
-
-def _clip(text: str, limit: int = 100) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _close(env: Any) -> None:
-    try:
-        env.close()
-    except Exception:  # closing is best effort here; close() has its own probe
-        pass

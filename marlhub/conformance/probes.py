@@ -138,7 +138,7 @@ class Probes:
     def __init__(self, driver: Driver) -> None:
         self.d = driver
 
-    def _fresh_env(self) -> Any:
+    def fresh_env(self) -> Any:
         """A newly built instance, or None (a given instance, or building raised: the main
         check reports what building the env does)."""
         if self.d.make_fresh is None:
@@ -152,7 +152,7 @@ class Probes:
 
     def step_before_reset(self) -> None:
         """Build a fresh instance and step it with ``{}`` before any reset."""
-        fresh = self._fresh_env()
+        fresh = self.fresh_env()
         if fresh is None:
             return
         problem = why_not_refused(fresh, {})
@@ -210,7 +210,7 @@ class Probes:
         copies) must each play the episode they play alone; an env that seeds and draws
         numpy's or Python's global generator replays alone and not beside another.
         """
-        env = self._fresh_env()
+        env = self.fresh_env()
         if env is None:
             return
         runs: tuple[list[Snapshot], list[Snapshot]] = ([], [])
@@ -255,7 +255,7 @@ class Probes:
         return None
 
     def _solo_fresh_matches(self, ref: Recording) -> bool:
-        env = self._fresh_env()
+        env = self.fresh_env()
         if env is None:
             return False
         try:
@@ -307,7 +307,7 @@ class Probes:
         (Gymnasium: the PRNG is not reset), so two instances that played the same
         seeded steps must play the next, unseeded episode alike.
         """
-        fresh = self._fresh_env()
+        fresh = self.fresh_env()
         if fresh is None:
             return
         seeded: tuple[list[Snapshot], list[Snapshot]] = ([], [])

@@ -145,7 +145,7 @@ def play_actions(
     into: list[Snapshot],
     *,
     convert: Optional[Callable[[int, dict[Any, Any]], dict[Any, Any]]] = None,
-) -> None:
+) -> tuple[Any, Any]:
     """Reset ``env`` with ``seed``, send ``actions`` in order, and append a snapshot per call.
 
     Args:
@@ -156,13 +156,17 @@ def play_actions(
         into: receives the snapshots; when the env raises, it holds those taken so
             far, so ``len(into)`` says which call raised.
         convert: ``convert(step_index, actions) -> action dict to send`` (copies by default).
+
+    Returns:
+        The obs and infos of the last call (legal actions and masks from there on).
     """
-    obs, _ = unpack_reset(env.reset(seed=seed, **reset_kwargs))
+    obs, infos = unpack_reset(env.reset(seed=seed, **reset_kwargs))
     into.append(snapshot(obs, {}, {}, {}))
     for index, action_dict in enumerate(actions):
         sent = convert(index, action_dict) if convert else copy_actions(action_dict)
-        o, r, te, tr, _ = unpack_step(env.step(sent))
-        into.append(snapshot(o, r, te, tr))
+        obs, r, te, tr, infos = unpack_step(env.step(sent))
+        into.append(snapshot(obs, r, te, tr))
+    return obs, infos
 
 
 def play_interleaved(

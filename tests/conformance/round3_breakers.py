@@ -190,19 +190,6 @@ class HoldsALock(Duel):
         self.lock = threading.Lock()
 
 
-class CloseRaisesTheSecondTime(Duel):
-    """close() releases a handle, and raises when there is none left."""
-
-    def __init__(self, config: Any = None) -> None:
-        super().__init__(config)
-        self.handle: Any = object()
-
-    def close(self) -> None:
-        if self.handle is None:
-            raise RuntimeError("already closed")
-        self.handle = None
-
-
 class StepsOnAfterClose(Duel):
     """close() releases a handle, and step() goes on without it."""
 
@@ -212,6 +199,20 @@ class StepsOnAfterClose(Duel):
 
     def close(self) -> None:
         self.handle = None
+
+
+class CloseRaisesTheSecondTime(StepsOnAfterClose):
+    """close() releases a handle, raises when there is none left, and step() refuses."""
+
+    def close(self) -> None:
+        if self.handle is None:
+            raise RuntimeError("already closed")
+        super().close()
+
+    def step(self, action_dict: dict) -> Any:
+        if self.handle is None:
+            raise ResetNeededError("CloseRaisesTheSecondTime was closed")
+        return super().step(action_dict)
 
 
 class RendersTextAsRgbArray(Duel):

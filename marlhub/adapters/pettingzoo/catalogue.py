@@ -1,4 +1,4 @@
-"""PettingZoo's registry of envs, on every PettingZoo marlhub supports (1.24.3 and newer).
+"""PettingZoo's registry of envs, on every PettingZoo marlhub supports (1.25 and newer).
 
 PettingZoo 1.27 added a registry in Gymnasium's style (``pettingzoo.aec_registry``,
 ``pettingzoo.parallel_registry``, ``EnvSpec``, ``pettingzoo.make``). Older
@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import pkgutil
@@ -40,9 +41,6 @@ _ENV_ID = re.compile(r"(?:(?P<namespace>[\w.-]+)/)?(?P<name>[\w:.-]+?)(?:-v(?P<v
 #: The namespace packages of PettingZoo before 1.27 (``magent`` and ``mpe`` only
 #: raise, pointing at their own packages, in the releases that moved them).
 _NAMESPACES = ("atari", "butterfly", "classic", "mpe", "sisl")
-
-_CACHE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-
 
 def _pettingzoo() -> Any:
     return import_backend("pettingzoo", package="pettingzoo", extra="pettingzoo",
@@ -113,9 +111,12 @@ def registries() -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     pz = _pettingzoo()
     if _has_registry(pz):
         return pz.aec_registry, pz.parallel_registry
-    if "pettingzoo" not in _CACHE:
-        _CACHE["pettingzoo"] = read_env_modules()
-    return _CACHE["pettingzoo"]
+    return _env_modules()
+
+
+@functools.lru_cache(maxsize=1)
+def _env_modules() -> tuple[dict[str, Any], dict[str, Any]]:
+    return read_env_modules()
 
 
 def read_env_modules() -> tuple[dict[str, Any], dict[str, Any]]:

@@ -143,13 +143,18 @@ class PettingZooFamily:
         ``rest`` in any of PettingZoo's spellings (``butterfly/pistonball`` for the newest
         version, ``butterfly/pistonball_v6``) names the env it resolves to.
         """
-        if rest not in self.faults:
+        if rest in self.faults:
+            return dict(self.faults[rest])
+        try:
+            registries = self.catalogue()
+        except Exception:  # a missing package: nothing is known of its envs
+            return {}
+        for registry in registries:  # the AEC registry, then the parallel-only envs
             try:
-                aec, parallel = self.catalogue()
-                rest = find_spec(aec if rest in aec or not parallel else parallel, rest).id
-            except Exception:  # an unknown id or a missing package: nothing is known of it
-                pass
-        return dict(self.faults.get(rest, {}))
+                return dict(self.faults.get(find_spec(registry, rest).id, {}))
+            except LookupError:
+                continue
+        return {}
 
     # -- the catalogue -------------------------------------------------------------
 
