@@ -35,17 +35,18 @@ from typing import Any, Optional
 
 import numpy as np
 
+from marlhub.conformance.batched_vector import check_batched
 from marlhub.conformance.known_faults import mark_known_faults
 from marlhub.conformance.report import Finding, Report
 from marlhub.conformance.targets import is_registry_id, resolve_target
 from marlhub.contract.compare import why_different
-from marlhub.contract.rules import ENV_RAISED, VECTOR_EQUIV
+from marlhub.contract.rules import ENV_RAISED, VECTOR_EQUIV, VECTOR_RESET_INFOS
 from marlhub.core import ALL
 from marlhub.episode.play import action_space_getter, random_actions
 from marlhub.episode.status import actors_of, episode_over, flag
 from marlhub.errors import TargetError
 from marlhub.registry import default_registry
-from marlhub.registry.vector import VECTORIZATION_MODES, env_fns_for
+from marlhub.registry.vector import VECTORIZATION_MODES, batched_maker, env_fns_for
 from marlhub.spaces import ActionSampler
 from marlhub.vector import (
     AUTORESET_MODES,
@@ -57,6 +58,7 @@ from marlhub.vector.copies import same_step_infos
 
 __all__ = [
     "check_vector",
+    "compare_copies",
     "check_vector_targets",
     "vector_env_fns",
 ]
@@ -97,7 +99,9 @@ def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int
         seed: the vector env's reset seed (copy ``i`` gets ``seed + i``).
         episodes: play until every copy finished this many episodes...
         max_steps: ... or this many vector steps, per mode pair.
-        vectorization_modes: which of ``"sync"``, ``"async"`` to check.
+        vectorization_modes: which of ``"sync"``, ``"async"``, ``"batched"`` to check
+            (``"batched"``: for ids with a natively batched simulator, what
+            :mod:`marlhub.conformance.batched_vector` proves).
         autoreset_modes: which autoreset modes to check.
         num_workers: worker processes of the async env.
         timeout: seconds the async env waits for its workers in each call.
@@ -113,20 +117,29 @@ def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int
     env_fns = vector_env_fns(target, num_envs, config)
     report = Report(label)
     for vmode in vectorization_modes:
+        if vmode == "batched":
+            continue
         for amode in autoreset_modes:
-            try:
-                comparison = _Comparison(env_fns, vmode, amode, seed, num_workers, timeout)
-            except Exception as exc:
-                report.findings.append(Finding(
-                    ENV_RAISED, "error", f"{vmode}/{amode}: making the vector env and its "
-                    f"separate twins raised {type(exc).__name__}: {exc}"))
-                continue
-            try:
-                report.findings += comparison.play(episodes, max_steps)
-            finally:
-                comparison.close()
-            report.steps += comparison.steps
-            report.episodes += sum(comparison.finished)
+            def make_vector(vmode: str = vmode, amode: str = amode) -> Any:
+                if vmode == "sync":
+                    return SyncVectorMultiAgentEnv(env_fns, autoreset_mode=amode)
+                return AsyncVectorMultiAgentEnv(env_fns, autoreset_mode=amode,
+                                                num_workers=min(num_workers, num_envs),
+                                                timeout=timeout)
+
+            found, steps, finished = compare_copies(make_vector, env_fns, f"{vmode}/{amode}",
+                                                    amode, seed, episodes, max_steps)
+            report.findings += found
+            report.steps += steps
+            report.episodes += finished
+    if "batched" in vectorization_modes and isinstance(target, str) \
+            and is_registry_id(target) and batched_maker(target) is not None:
+        found, steps, finished = check_batched(target, num_envs, seed=seed, episodes=episodes,
+                                               max_steps=max_steps,
+                                               autoreset_modes=autoreset_modes, config=config)
+        report.findings += found
+        report.steps += steps
+        report.episodes += finished
     report.seconds = time.perf_counter() - start
     if isinstance(target, str) and is_registry_id(target):
         mark_known_faults(report, target, default_registry(), config)
@@ -156,12 +169,33 @@ def check_vector_targets(targets: Sequence[str], num_envs: int, *, seed: int = 0
     return reports
 
 
+def compare_copies(make_vector: Callable[[], Any], env_fns: Sequence[Callable[[], Any]],
+                   mode: str, amode: str, seed: int, episodes: int,
+                   max_steps: int) -> tuple[list[Finding], int, int]:
+    """Step ``make_vector()`` beside one separate env per copy, made by ``env_fns``.
+
+    Returns:
+        ``(findings, vector steps, finished episodes)``; a vector env that cannot be
+        made is an ``env.raised`` finding.
+    """
+    try:
+        comparison = _Comparison(make_vector, env_fns, mode, amode, seed)
+    except Exception as exc:
+        return [Finding(ENV_RAISED, "error", f"{mode}: making the vector env and its separate "
+                        f"twins raised {type(exc).__name__}: {exc}")], 0, 0
+    try:
+        found = comparison.play(episodes, max_steps)
+    finally:
+        comparison.close()
+    return found, comparison.steps, sum(comparison.finished)
+
+
 class _Comparison:
     """One vector env and its separate twins, stepped together."""
 
-    def __init__(self, env_fns: list[Callable[[], Any]], vmode: str, amode: str, seed: int,
-                 num_workers: int, timeout: Optional[float]) -> None:
-        self.mode = f"{vmode}/{amode}"
+    def __init__(self, make_vector: Callable[[], Any], env_fns: Sequence[Callable[[], Any]],
+                 mode: str, amode: str, seed: int) -> None:
+        self.mode = mode
         self.amode = amode
         self.seed = seed
         self.n = len(env_fns)
@@ -169,14 +203,11 @@ class _Comparison:
         self.finished = [0] * self.n
         self.ended = [False] * self.n
         self.flags = [(False, False)] * self.n
+        self.just_reset = [False] * self.n
+        self.reset_infos: Optional[Finding] = None
         self.serial: list[Any] = []
         self.vector: Any = None
-        if vmode == "sync":
-            self.vector = SyncVectorMultiAgentEnv(env_fns, autoreset_mode=amode)
-        else:
-            self.vector = AsyncVectorMultiAgentEnv(env_fns, autoreset_mode=amode,
-                                                   num_workers=min(num_workers, self.n),
-                                                   timeout=timeout)
+        self.vector = make_vector()
         self.serial = [fn() for fn in env_fns]
         self.samplers = [ActionSampler(seed + i) for i in range(self.n)]
         self.space_of = [action_space_getter(env) for env in self.serial]
@@ -204,16 +235,18 @@ class _Comparison:
             current = [(w[0], w[4], self._actors_after(w)) for w in want_step]
             if not found and self.amode == DISABLED and 2 * sum(self.ended) >= self.n:
                 found, current = self._reset_ended(current)
-        return found
+        return found + ([self.reset_infos] if self.reset_infos is not None else [])
 
     def _expected_step(self, i: int, action: Any) -> tuple[Any, ...]:
         env = self.serial[i]
         if self.ended[i]:
             if self.amode == NEXT_STEP:
                 self.ended[i] = False
+                self.just_reset[i] = True
                 obs, infos = env.reset()
                 return obs, {}, {ALL: False}, {ALL: False}, infos
             return {}, {}, {ALL: self.flags[i][0]}, {ALL: self.flags[i][1]}, {}
+        self.just_reset[i] = False
         obs, rewards, terminateds, truncateds, infos = env.step(action)
         if episode_over(terminateds, truncateds):
             self.finished[i] += 1
@@ -254,6 +287,14 @@ class _Comparison:
         for i in range(self.n):
             for k, field in enumerate(fields):
                 reason = why_different(got[k][i], want[i][k])
+                if reason is not None and field == "infos" and self.just_reset[i]:
+                    if self.reset_infos is None:  # noted once; the comparison goes on
+                        self.reset_infos = Finding(
+                            VECTOR_RESET_INFOS, "error",
+                            f"{self.mode}: copy {i}'s infos at {where}, where the vector env "
+                            f"reset it, differ from those of the separate env's reset() "
+                            f"({reason}; vector vs separate).", step=self.steps)
+                    continue
                 if reason is not None:
                     return [Finding(
                         VECTOR_EQUIV, "error",

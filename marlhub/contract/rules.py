@@ -60,6 +60,7 @@ __all__ = [
     "TURN_ACTORS_EXIST",
     "TURN_MASK_VALID",
     "VECTOR_EQUIV",
+    "VECTOR_RESET_INFOS",
 ]
 
 #: How bad a finding is: an ``"error"`` fails the check, a ``"warning"`` only under ``--strict``.
@@ -99,6 +100,7 @@ EPISODE_STEP_AFTER_END = "episode.step_after_end"
 EQUIV_TRAJECTORY = "equiv.trajectory"
 EQUIV_RETURNS = "equiv.returns"
 VECTOR_EQUIV = "vector.equiv"
+VECTOR_RESET_INFOS = "vector.reset_infos"
 RESOURCE_MEMORY_BOUNDED = "resource.memory_bounded"
 ENV_RAISED = "env.raised"
 ENV_TIMEOUT = "env.timeout"
@@ -220,6 +222,10 @@ _TABLE: list[tuple[str, Severity, str]] = [
     (VECTOR_EQUIV, "error",
      "copy i of a vector env (sync or async, every autoreset mode) returns what a separately "
      "made env seeded seed + i returns for the same actions"),
+    (VECTOR_RESET_INFOS, "error",
+     "a copy the vector env resets on its own (next_step) returns the infos a separate env's "
+     "reset returns; a batched simulator steps that copy once more first, so reset infos that "
+     "depend on the last step differ"),
     (ENV_RAISED, "error", "the env does not raise on valid use (reset, step, spaces)"),
     (ENV_TIMEOUT, "error", "the check of one target finishes within its time limit"),
 ]

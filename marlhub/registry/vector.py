@@ -28,14 +28,16 @@ from marlhub.registry.default import default_registry
 from marlhub.registry.registry import Registry
 from marlhub.vector import (
     AsyncVectorMultiAgentEnv,
+    BatchedVectorEnv,
     SyncVectorMultiAgentEnv,
     VectorMultiAgentEnv,
 )
 
-__all__ = ["VECTORIZATION_MODES", "RegistryEnvFn", "env_fns_for", "make_vec"]
+__all__ = ["VECTORIZATION_MODES", "RegistryEnvFn", "batched_maker", "env_fns_for", "make_vec"]
 
-#: ``vectorization_mode`` values: copies in this process, or in worker processes.
-VECTORIZATION_MODES = ("sync", "async")
+#: ``vectorization_mode`` values: copies in this process, in worker processes, or the rows
+#: of one natively batched simulator (for families that have one: ``vmas/``).
+VECTORIZATION_MODES = ("sync", "async", "batched")
 
 
 class RegistryEnvFn:
@@ -103,7 +105,7 @@ def make_vec(
     num_envs: int = 1,
     config: Optional[Mapping[str, Any]] = None,
     *,
-    vectorization_mode: Any = "sync",
+    vectorization_mode: Any = None,
     autoreset_mode: Any = "next_step",
     **vector_kwargs: Any,
 ) -> VectorMultiAgentEnv:
@@ -114,13 +116,16 @@ def make_vec(
         num_envs: how many copies; copy ``i`` is seeded ``seed + i`` by ``reset(seed=seed)``.
         config: the env's config, the same for every copy.
         vectorization_mode: ``"sync"`` (:class:`~marlhub.vector.SyncVectorMultiAgentEnv`,
-            in this process) or ``"async"`` (:class:`~marlhub.vector.AsyncVectorMultiAgentEnv`,
-            in worker processes); Gymnasium's ``VectorizeMode`` members are taken too.
+            in this process), ``"async"`` (:class:`~marlhub.vector.AsyncVectorMultiAgentEnv`,
+            in worker processes) or ``"batched"`` (:class:`~marlhub.vector.BatchedVectorEnv`:
+            ONE natively batched simulator of ``num_envs`` copies, for families that have
+            one, such as ``vmas/``); None (the default) is ``"batched"`` where the family
+            has it, else ``"sync"``. Gymnasium's ``VectorizeMode`` members are taken too.
         autoreset_mode: ``"next_step"`` (RLlib's and Gymnasium's default), ``"same_step"``
             or ``"disabled"``; see :mod:`marlhub.vector.copies`.
         vector_kwargs: options of the vector env class: ``num_workers``,
             ``shared_memory``, ``copy``, ``context``, ``daemon``, ``timeout`` (async);
-            ``copy`` (sync).
+            ``copy`` (sync); ``as_torch``, ``check_masks`` (batched).
 
     Raises:
         UnknownEnvError: ``env_id`` is not registered (with close matches).
@@ -134,15 +139,20 @@ def make_vec(
         ...     envs.num_envs, envs.num_workers, envs.metadata["autoreset_mode"]
         (4, 2, 'next_step')
     """
-    mode = str(getattr(vectorization_mode, "value", vectorization_mode)).lower()
-    if mode not in VECTORIZATION_MODES:
+    make_batched = batched_maker(env_id)
+    mode = ("batched" if make_batched is not None else "sync") if vectorization_mode is None \
+        else str(getattr(vectorization_mode, "value", vectorization_mode)).lower()
+    if mode not in VECTORIZATION_MODES or (mode == "batched" and make_batched is None):
         raise VectorEnvError(f"make_vec({env_id!r})",
-                             f"unknown vectorization_mode {vectorization_mode!r}",
+                             f"unknown vectorization_mode {vectorization_mode!r}" if mode not in
+                             VECTORIZATION_MODES else f"{env_id!r} has no batched simulator",
                              "Pass 'sync' (copies in this process) or 'async' (in worker "
-                             "processes).")
-    cls = SyncVectorMultiAgentEnv if mode == "sync" else AsyncVectorMultiAgentEnv
+                             "processes); 'batched' is for families with a natively batched "
+                             "simulator (vmas/).")
+    cls: Any = {"sync": SyncVectorMultiAgentEnv, "async": AsyncVectorMultiAgentEnv,
+                "batched": BatchedVectorEnv}[mode]
     accepted = [name for name in inspect.signature(cls).parameters
-                if name not in ("env_fns", "autoreset_mode", "env_id")]
+                if name not in ("env_fns", "autoreset_mode", "env_id", "source")]
     unknown = sorted(set(vector_kwargs) - set(accepted))
     if unknown:
         raise VectorEnvError(f"make_vec({env_id!r})",
@@ -150,4 +160,27 @@ def make_vec(
                              f"{', '.join(map(repr, unknown))} for vectorization_mode={mode!r}",
                              f"It takes {', '.join(map(repr, accepted))}.")
     env_fns = env_fns_for(env_id, num_envs, config)
+    if mode == "batched":
+        assert make_batched is not None
+        source = make_batched(env_fns[0].context(), num_envs)
+        return BatchedVectorEnv(source, autoreset_mode=autoreset_mode, env_id=env_id,
+                                **vector_kwargs)
     return cls(env_fns, autoreset_mode=autoreset_mode, env_id=env_id, **vector_kwargs)
+
+
+def batched_maker(env_id: str) -> Optional[Callable[[EnvContext, int], Any]]:
+    """Return ``make(config, num_envs)`` of the batched simulator behind ``env_id``, or None.
+
+    A family has one when it defines ``make_batched(rest, config, num_envs)``
+    (``vmas/``: one VMAS env of ``num_envs`` copies).
+
+    Example:
+        >>> batched_maker("vmas/balance") is not None, batched_maker("tic_tac_toe")
+        (True, None)
+    """
+    prefix, slash, rest = env_id.partition("/")
+    family = default_registry().families.get(prefix) if slash else None
+    make_batched = getattr(family, "make_batched", None)
+    if not callable(make_batched):
+        return None
+    return lambda config, num_envs: make_batched(rest, config, num_envs)

@@ -6,6 +6,9 @@
   (and subclasses of it once Ray has loaded it; ``import marlhub`` loads no Ray,
   see :mod:`marlhub.vector.base`): lists of per-copy dicts in and out,
   copy ``i`` seeded ``seed + i``, identical copy by copy to separately made envs.
+* :class:`BatchedVectorEnv`: ONE natively batched simulator (VMAS, a batched
+  TorchRL env) as a vector env, its arrays read per group with no per-copy
+  Python (``reset_arrays`` / ``step_arrays``), lists of dicts built from them.
 * :data:`AUTORESET_MODES`: what a copy does when its episode ends
   (:mod:`marlhub.vector.copies`).
 * :class:`AgentSlotVectorEnv`: a ``gymnasium.vector.VectorEnv`` face over fixed
@@ -30,6 +33,7 @@ from typing import Any
 
 from marlhub.vector.asynchronous import AsyncVectorMultiAgentEnv, RemoteCopy
 from marlhub.vector.base import AUTORESET_MODES, VectorMultiAgentEnv
+from marlhub.vector.batched import BatchedVectorEnv
 from marlhub.vector.slots import AgentSlotVectorEnv
 from marlhub.vector.sync import SyncVectorMultiAgentEnv
 
@@ -37,6 +41,7 @@ __all__ = [
     "AUTORESET_MODES",
     "AgentSlotVectorEnv",
     "AsyncVectorMultiAgentEnv",
+    "BatchedVectorEnv",
     "RemoteCopy",
     "SyncVectorMultiAgentEnv",
     "VectorEnvRunner",

@@ -192,6 +192,76 @@ class VectorMultiAgentEnv(_WithoutRay):
         return [list(a) for a in book.actors] if book is not None else []
 
     @property
+    def possible_agents(self) -> list[AgentID]:
+        """The agents every copy may have, in order (the first copy's ``possible_agents``)."""
+        return list(self.single_observation_spaces or ())
+
+    def get_observation_space(self, agent: AgentID) -> gym.Space:
+        """One copy's observation space of ``agent``."""
+        assert self.single_observation_spaces is not None
+        return self.single_observation_spaces[agent]
+
+    def get_action_space(self, agent: AgentID) -> gym.Space:
+        """One copy's action space of ``agent``."""
+        assert self.single_action_spaces is not None
+        return self.single_action_spaces[agent]
+
+    @property
+    def groups(self) -> dict[str, list[AgentID]]:
+        """The groups of the array face: group name -> agents that share both spaces."""
+        from marlhub.vector.arrays import group_agents
+
+        observation, action = self.single_observation_spaces, self.single_action_spaces
+        assert observation is not None and action is not None
+        return group_agents(self.possible_agents, observation.__getitem__, action.__getitem__)
+
+    def reset_arrays(self, *, seed: Any = None, options: Optional[dict[str, Any]] = None) -> Any:
+        """Reset as :meth:`reset` does; return the array face's
+        :class:`~marlhub.vector.arrays.ArrayBatch` (per group, ``(num_envs, n, ...)``).
+
+        The arrays are built from the copies' dicts. Use one face per episode: the array
+        face keeps who is alive from the calls it makes.
+        """
+        obs, infos = self.reset(seed=seed, options=options)
+        mask = None if not options or "reset_mask" not in options else options["reset_mask"]
+        return self._dict_arrays().reset(obs, infos, self.actors, mask)
+
+    def step_arrays(self, actions: Any) -> Any:
+        """Step with one action array per group (``(num_envs, n, ...)``; slots that do not
+        act are ignored); return the :class:`~marlhub.vector.arrays.ArrayBatch`.
+
+        Raises:
+            VectorEnvError: a missing group, or an array of the wrong shape or dtype.
+            ActionError: an acting slot's action outside its space or mask.
+        """
+        face = self._dict_arrays()
+        actors = self.actors
+        acting = {name: np.array([[a in copy for a in members] for copy in actors], bool)
+                  for name, members in face.groups.items()}
+        face.checker.check(actions, acting, {})
+        per_copy: list[dict[AgentID, Any]] = [{} for _ in range(self.num_envs)]
+        for name, members in face.groups.items():
+            values = face.checker.host(name, actions[name])
+            for i, copy_actors in enumerate(actors):
+                for j, agent in enumerate(members):
+                    if agent in copy_actors:
+                        per_copy[i][agent] = values[i, j]
+        return face.step(self.step(per_copy), self.actors)
+
+    def _dict_arrays(self) -> Any:
+        face = getattr(self, "_array_face", None)
+        if face is None:
+            from marlhub.vector.arrays import DictArrays
+
+            assert self.single_observation_spaces is not None
+            assert self.single_action_spaces is not None
+            face = DictArrays(self.num_envs, self.autoreset_mode, self.groups,
+                              self.single_observation_spaces.__getitem__,
+                              self.single_action_spaces.__getitem__, self.name())
+            self._array_face = face
+        return face
+
+    @property
     def unwrapped(self) -> "VectorMultiAgentEnv":
         """The vector env itself (RLlib reads ``env.unwrapped``)."""
         return self

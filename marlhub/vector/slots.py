@@ -31,13 +31,13 @@ from typing import Any, Optional
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+from gymnasium.vector.utils import batch_space
 
-from marlhub.core import ALL, AgentID
-from marlhub.episode.status import done_agents, episode_over, flag
+from marlhub.core import AgentID
 from marlhub.errors import VectorEnvError
-from marlhub.spaces import find_action_mask, zero_like
-from marlhub.vector.base import DISABLED, NEXT_STEP, VectorMultiAgentEnv
+from marlhub.vector.arrays import ArrayBatch, DictArrays
+from marlhub.vector.base import VectorMultiAgentEnv
+from marlhub.vector.batched import BatchedVectorEnv
 
 __all__ = ["AgentSlotVectorEnv"]
 
@@ -49,8 +49,10 @@ class AgentSlotVectorEnv(VectorEnv):
     """``num_envs`` copies x ``num_agents`` slots, as one ``gymnasium.vector.VectorEnv``.
 
     Args:
-        vector_env: a :class:`~marlhub.vector.SyncVectorMultiAgentEnv` or
-            :class:`~marlhub.vector.AsyncVectorMultiAgentEnv` (its autoreset mode is kept).
+        vector_env: a :class:`~marlhub.vector.SyncVectorMultiAgentEnv`,
+            :class:`~marlhub.vector.AsyncVectorMultiAgentEnv` or
+            :class:`~marlhub.vector.BatchedVectorEnv` (its autoreset mode is kept); a
+            batched simulator's arrays are handed on as they are, no per-copy Python.
         agents: the order of the slots: ``possible_agents`` (of every copy) in another
             order; ``possible_agents`` of the first copy by default.
 
@@ -72,12 +74,18 @@ class AgentSlotVectorEnv(VectorEnv):
     def __init__(self, vector_env: VectorMultiAgentEnv,
                  agents: Optional[Sequence[AgentID]] = None) -> None:
         self.vector_env = vector_env
-        first = vector_env.envs[0] if vector_env.envs else None
+        self._batched = isinstance(vector_env, BatchedVectorEnv)
+        first = vector_env.envs[0] if vector_env.envs else vector_env
         self.agents = list(agents if agents is not None else getattr(first, "possible_agents", []))
         self.num_envs = vector_env.num_envs
         self.num_agents = len(self.agents)
         self.agent_observation_space = _one_space(vector_env, self.agents, "observation")
         self.agent_action_space = _one_space(vector_env, self.agents, "action")
+        self._group = _one_group(vector_env, self.agents) if self._batched else "agents"
+        self._arrays = DictArrays(self.num_envs, vector_env.autoreset_mode,
+                                  {self._group: self.agents},
+                                  lambda agent: self.agent_observation_space,
+                                  lambda agent: self.agent_action_space)
         self.single_observation_space = batch_space(self.agent_observation_space, self.num_agents)
         self.single_action_space = batch_space(self.agent_action_space, self.num_agents)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -85,21 +93,18 @@ class AgentSlotVectorEnv(VectorEnv):
         self.metadata = {**vector_env.metadata,
                          "autoreset_mode": _GYMNASIUM_MODES[vector_env.autoreset_mode]}
         self.render_mode = vector_env.render_mode
-        self._blank = zero_like(self.agent_observation_space)
-        self._alive: list[set[AgentID]] = [set() for _ in range(self.num_envs)]
-        self._ended = [False] * self.num_envs
-        self._mask_size: Optional[int] = None
 
     def reset(self, *, seed: Any = None,
               options: Optional[dict[str, Any]] = None) -> tuple[Any, dict[str, Any]]:
         """Reset the copies (see the vector env's ``reset``); return the obs array and infos."""
-        obs, infos = self.vector_env.reset(seed=seed, options=options)
-        mask = None if not options or "reset_mask" not in options else options["reset_mask"]
-        for i, ob in enumerate(obs):
-            if mask is None or mask[i]:
-                self._alive[i] = set(ob)
-                self._ended[i] = False
-        return self._obs_array(obs), self._infos(obs, infos)
+        if self._batched:
+            batch = self.vector_env.reset_arrays(seed=seed, options=options)
+        else:
+            obs, infos = self.vector_env.reset(seed=seed, options=options)
+            mask = None if not options or "reset_mask" not in options else options["reset_mask"]
+            batch = self._arrays.reset(obs, infos, self.vector_env.actors, mask)
+        obs_array, _, _, _, found = self._from_batch(batch)
+        return obs_array, found
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step with one action per slot (shape ``(num_envs, num_agents, ...)``); idle slots' are ignored.
@@ -108,42 +113,24 @@ class AgentSlotVectorEnv(VectorEnv):
             VectorEnvError: ``actions`` does not have one row per copy and one entry per slot.
             ActionError: an acting slot's action is not legal (copy and agent named).
         """
-        per_copy = self._action_dicts(actions)
-        obs, rewards, terminateds, truncateds, infos = self.vector_env.step(per_copy)
-        reward_array = np.zeros((self.num_envs, self.num_agents), np.float64)
-        terminations = np.zeros((self.num_envs, self.num_agents), np.bool_)
-        truncations = np.zeros((self.num_envs, self.num_agents), np.bool_)
-        slot = {agent: j for j, agent in enumerate(self.agents)}
-        for i in range(self.num_envs):
-            for agent, reward in rewards[i].items():
-                reward_array[i, slot[agent]] += float(reward)
-            self._record_ends(i, obs[i], terminateds[i], truncateds[i], slot, terminations[i],
-                              truncations[i])
-        return (self._obs_array(obs), reward_array, terminations, truncations,
-                self._infos(obs, infos))
+        if self._batched:
+            return self._from_batch(self.vector_env.step_arrays({self._group: actions}))
+        results = self.vector_env.step(self._action_dicts(actions))
+        return self._from_batch(self._arrays.step(results, self.vector_env.actors))
 
-    def _record_ends(self, i: int, obs: Any, terminateds: Any, truncateds: Any,
-                     slot: dict[AgentID, int], terminations: np.ndarray,
-                     truncations: np.ndarray) -> None:
-        """Set copy ``i``'s done flags per slot and update who is alive."""
-        if self._ended[i]:  # this call reset the copy (next_step), or it stays ended
-            self._ended[i] = self.vector_env.autoreset_mode == DISABLED
-            self._alive[i] = set() if self._ended[i] else set(obs)
-            return
-        alive = self._alive[i] | set(obs)
-        for agent in done_agents(terminateds):
-            terminations[slot[agent]] = True
-        for agent in done_agents(truncateds):
-            truncations[slot[agent]] = True
-        if episode_over(terminateds, truncateds):
-            for agent in alive:
-                terminations[slot[agent]] |= flag(terminateds, ALL)
-                truncations[slot[agent]] |= flag(truncateds, ALL)
-            self._ended[i] = self.vector_env.autoreset_mode in (NEXT_STEP, DISABLED)
-            alive = set() if self._ended[i] else set(obs)  # same_step: obs is the reset's
-        else:
-            alive -= done_agents(terminateds, truncateds)
-        self._alive[i] = alive
+    def _from_batch(self, batch: ArrayBatch) -> tuple[Any, ...]:
+        """The five values of the slots' group of ``batch``."""
+        group = self._group
+        acting = batch.acting[group]
+        infos: dict[str, Any] = {"acting": acting, "alive": batch.alive[group],
+                                 "infos": batch.infos}
+        if group in batch.action_mask:  # zeros for slots that do not act
+            infos["action_mask"] = batch.action_mask[group] * acting[..., None]
+        rewards = batch.rewards[group]
+        if not hasattr(rewards, "detach"):
+            rewards = np.asarray(rewards, dtype=np.float64)
+        return (batch.obs[group], rewards, batch.terminated[group], batch.truncated[group],
+                infos)
 
     def _action_dicts(self, actions: Any) -> list[dict[AgentID, Any]]:
         shape = (self.num_envs, self.num_agents)
@@ -161,35 +148,6 @@ class AgentSlotVectorEnv(VectorEnv):
         return [{agent: actions[i, slot[agent]] for agent in actors}
                 for i, actors in enumerate(self.vector_env.actors)]
 
-    def _obs_array(self, obs: Sequence[Any]) -> Any:
-        blank = self._blank
-        items = [ob.get(agent, blank) for ob in obs for agent in self.agents]
-        out: Any = create_empty_array(self.agent_observation_space, n=len(items), fn=np.zeros)
-        flat = concatenate(self.agent_observation_space, items, out)
-        return _reshape(flat, (self.num_envs, self.num_agents))
-
-    def _infos(self, obs: Sequence[Any], infos: Sequence[Any]) -> dict[str, Any]:
-        acting = np.zeros((self.num_envs, self.num_agents), np.bool_)
-        alive = np.zeros((self.num_envs, self.num_agents), np.bool_)
-        masks: Optional[np.ndarray] = None
-        if self._mask_size is not None:
-            masks = np.zeros((self.num_envs, self.num_agents, self._mask_size), np.int8)
-        for i, actors in enumerate(self.vector_env.actors):
-            for j, agent in enumerate(self.agents):
-                acting[i, j] = agent in actors
-                alive[i, j] = agent in self._alive[i]
-                mask = find_action_mask(obs[i].get(agent), infos[i].get(agent)) \
-                    if acting[i, j] else None
-                if mask is not None:
-                    if masks is None:  # the first mask seen: from now on, always a mask array
-                        self._mask_size = mask.size
-                        masks = np.zeros((self.num_envs, self.num_agents, mask.size), np.int8)
-                    masks[i, j] = mask
-        found: dict[str, Any] = {"acting": acting, "alive": alive, "infos": list(infos)}
-        if masks is not None:
-            found["action_mask"] = masks
-        return found
-
     def render(self) -> Any:
         """Each copy's ``render()``."""
         return self.vector_env.render()
@@ -205,10 +163,22 @@ class AgentSlotVectorEnv(VectorEnv):
         self.close()
 
 
+def _one_group(vector_env: VectorMultiAgentEnv, agents: list[AgentID]) -> str:
+    """The group of a batched source whose slots are ``agents``, in that order, or raise."""
+    for name, members in vector_env.groups.items():
+        if members == agents:
+            return name
+    raise VectorEnvError(
+        vector_env.name(), f"the agents {agents} are not one group of the batched simulator "
+        f"(its groups: {vector_env.groups})",
+        "Agent slots over a batched simulator are the agents of its one group, in its order; "
+        "for several groups, use the vector env's step_arrays (one array per group).")
+
+
 def _one_space(vector_env: VectorMultiAgentEnv, agents: list[AgentID], kind: str) -> gym.Space:
     """The one space of ``kind`` that every slot's agent has in every copy, or raise."""
     spaces: dict[AgentID, gym.Space] = {}
-    for copy_index, env in enumerate(vector_env.envs):
+    for copy_index, env in enumerate(vector_env.envs or [vector_env]):
         possible = list(getattr(env, "possible_agents", []))
         if set(possible) != set(agents):
             raise VectorEnvError(
@@ -226,11 +196,3 @@ def _one_space(vector_env: VectorMultiAgentEnv, agents: list[AgentID], kind: str
             "Agent slots need one space for all agents: use the vector env itself (lists of "
             "dicts), or group the agents that share a space (with_agent_groups).")
     return first
-
-
-def _reshape(flat: Any, lead: tuple[int, int]) -> Any:
-    if isinstance(flat, dict):
-        return {key: _reshape(value, lead) for key, value in flat.items()}
-    if isinstance(flat, tuple):
-        return tuple(_reshape(value, lead) for value in flat)
-    return flat.reshape(lead + flat.shape[1:])

@@ -80,14 +80,16 @@ class TorchRLAgents:
 
     Args:
         env: a TorchRL ``EnvBase`` with a ``group_map``.
+        group_map: the env's group map, when it is not ``env.group_map`` itself (a
+            ``SerialEnv`` has one per copy).
 
     Raises:
         ProtocolError: the env has no ``group_map`` (not a multi-agent env).
         ConfigError: a spec no gymnasium space holds, rewards of more than one number.
     """
 
-    def __init__(self, env: Any) -> None:
-        group_map = getattr(env, "group_map", None)
+    def __init__(self, env: Any, group_map: Any = None) -> None:
+        group_map = group_map if group_map is not None else getattr(env, "group_map", None)
         if not isinstance(group_map, Mapping) or not group_map:
             raise ProtocolError(
                 env, ["group_map"], expected="a TorchRL multi-agent env",

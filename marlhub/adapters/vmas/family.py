@@ -39,7 +39,11 @@ from typing import Any, Optional
 from marlhub.backends import import_backend
 from marlhub.context import EnvContext
 from marlhub.contract.findings import Finding
-from marlhub.contract.rules import RESOURCE_MEMORY_BOUNDED, SEED_REPRODUCIBLE
+from marlhub.contract.rules import (
+    RESOURCE_MEMORY_BOUNDED,
+    SEED_REPRODUCIBLE,
+    VECTOR_RESET_INFOS,
+)
 from marlhub.errors import ConfigError, UnknownEnvError, closest
 
 __all__ = ["VmasFamily"]
@@ -62,6 +66,12 @@ KNOWN_FAULTS = {
         "env.reset(seed=0, return_info=True)[1]['agent_0']['pos_rew'] is 0.0, then after three "
         "steps of [[0.5, 0.5]] each it is -0.0038), which PettingZoo's parallel seed test can "
         "see"),
+    VECTOR_RESET_INFOS: (
+        "VMAS's reset infos are the reward terms of the last step the simulator made, and a "
+        "batch (make_vec('vmas/...', N): one VMAS env) steps every copy in every call, the copy "
+        "that ended included, before VMAS's reset_at resets it; so under next_step a copy's "
+        "reset infos are those of that extra step, where a separate env's are those of its final "
+        "step. Observations, rewards and ends agree"),
 }
 #: Rules single scenarios break natively (``target.<api>``: that API's own checker fails).
 SCENARIO_FAULTS = {
@@ -119,11 +129,7 @@ class VmasFamily:
                 does not use.
         """
         vmas = _vmas()
-        scenarios = self.scenarios()
-        if rest not in scenarios:
-            raise UnknownEnvError(f"{self.name}/{rest}",
-                                  [f"{self.name}/{s}" for s in closest(rest, scenarios)],
-                                  detail="VMAS has no scenario of that name.")
+        self._check_scenario(rest)
         kwargs = _make_env_kwargs(f"{self.name}/{rest}", config)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -132,6 +138,35 @@ class VmasFamily:
         from marlhub.adapters.vmas import from_vmas
 
         return from_vmas(native)
+
+    def make_batched(self, rest: str, config: EnvContext, num_envs: int) -> Any:
+        """Return ONE ``vmas.make_env(rest, num_envs=num_envs, **config)`` as a batched source.
+
+        ``marlhub.make_vec("vmas/<scenario>", N)`` holds it
+        (:class:`~marlhub.adapters.vmas.batched.VmasBatch`); the config is the one
+        :meth:`make` takes.
+
+        Raises:
+            UnknownEnvError: ``rest`` is no VMAS scenario (with suggestions).
+            ConfigError: ``num_envs``, ``wrapper``, or keys the scenario does not use.
+        """
+        vmas = _vmas()
+        self._check_scenario(rest)
+        kwargs = _make_env_kwargs(f"{self.name}/{rest}", config)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            native = vmas.make_env(rest, num_envs=num_envs, **kwargs)
+        _refuse_unused(f"{self.name}/{rest}", caught)
+        from marlhub.adapters.vmas.batched import VmasBatch
+
+        return VmasBatch(native)
+
+    def _check_scenario(self, rest: str) -> None:
+        scenarios = self.scenarios()
+        if rest not in scenarios:
+            raise UnknownEnvError(f"{self.name}/{rest}",
+                                  [f"{self.name}/{s}" for s in closest(rest, scenarios)],
+                                  detail="VMAS has no scenario of that name.")
 
     def known_faults(self, rest: str) -> dict[str, str]:
         """Return ``{rule id: reason}`` for rules VMAS itself breaks in scenario ``rest``."""
@@ -152,9 +187,10 @@ class VmasFamily:
 def _make_env_kwargs(env_id: str, config: EnvContext) -> dict[str, Any]:
     kwargs = {"max_steps": DEFAULT_MAX_STEPS, **config}
     if kwargs.pop("num_envs", 1) != 1:
-        raise ConfigError(env_id, "num_envs must be 1: a hub env is one copy of the scenario",
+        raise ConfigError(env_id, "num_envs is not a config key: a hub env is one copy of the "
+                          "scenario, and make_vec's num_envs sizes the batch",
                           fix="Leave num_envs out, and batch copies with marlhub.make_vec("
-                              f"{env_id!r}, num_envs=N).")
+                              f"{env_id!r}, num_envs=N) (one VMAS env of N copies).")
     for key in ("wrapper", "wrapper_kwargs", "scenario", "seed"):
         if key in kwargs:
             raise ConfigError(env_id, f"{key!r} is set by marlhub", unknown=[key],

@@ -54,7 +54,7 @@ def test_bad_ids_and_configs_are_refused_clearly() -> None:
         marlhub.make("vmas/balanse")
     with pytest.raises(ConfigError, match=r"does not use the keys \['n_agent'\]"):
         marlhub.make("vmas/navigation", {"n_agent": 2})
-    with pytest.raises(ConfigError, match="num_envs must be 1.*make_vec"):
+    with pytest.raises(ConfigError, match="num_envs is not a config key.*make_vec"):
         marlhub.make("vmas/balance", {"num_envs": 4})
     with pytest.raises(ConfigError, match="'wrapper' is set by marlhub"):
         marlhub.make("vmas/balance", {"wrapper": "gymnasium"})

@@ -1,0 +1,97 @@
+"""What a natively batched simulator hands the vector layer: :class:`SourceBatch`, per group.
+
+A *batched source* holds ``num_envs`` copies of one scenario in one object and
+steps them in one call (VMAS, a TorchRL env with ``batch_size=[N]``, JaxMARL
+under ``jax.vmap``). :class:`~marlhub.vector.batched.BatchedVectorEnv` turns
+one into a vector env with all three faces; the adapter of each simulator
+(``adapters/vmas/batched.py``, ``adapters/torchrl/batched.py``) implements
+:class:`BatchedSource`:
+
+* ``num_envs``, ``possible_agents``, ``observation_spaces``, ``action_spaces``
+  (one copy's, as gymnasium spaces), ``groups`` (group name -> agents that share
+  both spaces, in ``possible_agents`` order), ``metadata``, ``render_mode``;
+* ``device``: where the simulator's tensors live (``None`` for numpy);
+* ``reset(seed)`` resets every copy; ``reset_rows(rows)`` only the copies of the
+  index array ``rows`` (the simulator's own partial reset); ``step(actions)``
+  takes one array per group, ``(num_envs, n, ...)`` as the group's action space
+  has it, already checked; each returns a :class:`SourceBatch` of every copy
+  (after ``reset_rows`` only the reset rows are read);
+* ``seeding``: one sentence on what ``reset(seed=s)`` reproduces;
+* ``close()``.
+
+Values are the simulator's own arrays or tensors; the vector env turns them
+into numpy (or keeps torch tensors, if asked).
+
+Example:
+    >>> import numpy as np
+    >>> batch = SourceBatch(obs={"agents": np.zeros((2, 3, 4))},
+    ...                     terminated=np.zeros(2, bool), truncated=np.zeros(2, bool))
+    >>> batch.rewards is None, batch.obs["agents"].shape
+    (True, (2, 3, 4))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Protocol, runtime_checkable
+
+import gymnasium as gym
+
+from marlhub.core import AgentID
+
+__all__ = ["BatchedSource", "SourceBatch"]
+
+
+@dataclass
+class SourceBatch:
+    """One reset or step of every copy of a batched source, per group.
+
+    Attributes:
+        obs: group -> ``(num_envs, n, ...)`` (a dict of such for ``Dict`` spaces).
+        terminated, truncated: ``(num_envs,)`` bools, the end of each copy's episode.
+        rewards: group -> ``(num_envs, n)``; None after a reset.
+        agent_terminated, agent_truncated: group -> ``(num_envs, n)`` bools, agents
+            done before the episode ends; None when all agents end together.
+        infos: group -> key -> ``(num_envs, n, ...)``: per-agent infos; None for none.
+        action_mask: group -> ``(num_envs, n, size)``: legal actions; None for none.
+    """
+
+    obs: dict[str, Any]
+    terminated: Any
+    truncated: Any
+    rewards: Optional[dict[str, Any]] = None
+    agent_terminated: Optional[dict[str, Any]] = None
+    agent_truncated: Optional[dict[str, Any]] = None
+    infos: Optional[dict[str, dict[str, Any]]] = None
+    action_mask: Optional[dict[str, Any]] = None
+
+
+@runtime_checkable
+class BatchedSource(Protocol):
+    """A simulator of ``num_envs`` copies stepped in one call (see the module)."""
+
+    num_envs: int
+    possible_agents: list[AgentID]
+    observation_spaces: dict[AgentID, gym.Space]
+    action_spaces: dict[AgentID, gym.Space]
+    groups: dict[str, list[AgentID]]
+    metadata: dict[str, Any]
+    render_mode: Optional[str]
+    device: Any
+    seeding: str
+
+    def reset(self, seed: Optional[int]) -> SourceBatch:
+        """Reset every copy (with the simulator's own seeding when ``seed`` is given)."""
+        ...
+
+    def reset_rows(self, rows: Any) -> SourceBatch:
+        """Reset the copies of the index array ``rows``; the other copies go on."""
+        ...
+
+    def step(self, actions: dict[str, Any]) -> SourceBatch:
+        """Step every copy with one checked action array per group."""
+        ...
+
+    def close(self) -> None:
+        """Release the simulator."""
+        ...

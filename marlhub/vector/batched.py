@@ -1,0 +1,399 @@
+"""A natively batched simulator as a vector env: ONE object of ``num_envs`` copies, never N.
+
+:class:`BatchedVectorEnv` holds a :class:`~marlhub.adapters.batched.BatchedSource`
+(VMAS, a batched TorchRL env, ...) and gives it the three faces of a vector env:
+
+* the **array face**, natural to it: :meth:`BatchedVectorEnv.reset_arrays` and
+  :meth:`~BatchedVectorEnv.step_arrays` read and write the simulator's batch
+  per group, ``(num_envs, n, ...)``, with no per-copy Python; numpy by default,
+  torch tensors on the simulator's device with ``as_torch=True``;
+* the **dict face** (``reset`` / ``step`` with lists of per-copy dicts, as
+  :class:`~marlhub.vector.SyncVectorMultiAgentEnv`), built from the arrays only
+  when called (:mod:`marlhub.vector.batched_dicts`);
+* :class:`~marlhub.vector.AgentSlotVectorEnv` and ``to_torchrl(envs)`` read the
+  array face.
+
+The autoreset modes are those of every vector env; a copy is reset through the
+simulator's own partial reset (``reset_rows``), and so is a ``reset_mask``.
+Seeding differs from copies made one by one: ``reset(seed=s)`` seeds the
+simulator once, and the source's ``seeding`` says what that reproduces
+(``marlhub check ID --vector N`` proves it).
+
+Example:
+    >>> import marlhub
+    >>> envs = marlhub.make_vec("vmas/balance", 8, {"max_steps": 3})
+    >>> envs, envs.groups
+    (BatchedVectorEnv(vmas/balance, num_envs=8), {'agents': ['agent_0', 'agent_1', 'agent_2']})
+    >>> batch = envs.reset_arrays(seed=0)
+    >>> batch.obs["agents"].shape, batch.acting["agents"].all()
+    ((8, 3, 16), np.True_)
+    >>> batch = envs.step_arrays({"agents": np.zeros((8, 3, 2), np.float32)})
+    >>> batch.rewards["agents"].shape, batch.episode_truncated.any()
+    ((8, 3), np.False_)
+    >>> envs.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from copy import deepcopy
+from typing import Any, Optional
+
+import numpy as np
+
+from marlhub.adapters.batched import BatchedSource, SourceBatch
+from marlhub.episode.status import NOT_RESET, require_running
+from marlhub.errors import ProtocolError, VectorEnvError
+from marlhub.vector.arrays import ArrayBatch
+from marlhub.vector.base import (
+    DISABLED,
+    NEXT_STEP,
+    SAME_STEP,
+    VectorMultiAgentEnv,
+    parse_autoreset_mode,
+    reset_mask_of,
+)
+from marlhub.vector.batched_dicts import DictFace, LazyInfos
+from marlhub.vector.group_actions import GroupActions
+
+__all__ = ["BatchedVectorEnv"]
+
+
+class BatchedVectorEnv(VectorMultiAgentEnv):
+    """A batched source as a vector env (see the module).
+
+    Args:
+        source: a :class:`~marlhub.adapters.batched.BatchedSource`.
+        autoreset_mode: ``"next_step"`` (default), ``"same_step"`` or ``"disabled"``.
+        env_id: the registry id, for messages and ``repr``.
+        as_torch: the array face returns the simulator's torch tensors, on its
+            device, instead of numpy arrays (the dict face is always numpy).
+        check_masks: refuse actions outside the action masks (the default).
+
+    Attributes:
+        source: the batched simulator.
+        groups: group name -> agents with the same spaces; the array face's keys.
+        seeding: what ``reset(seed=s)`` reproduces, in the source's words.
+
+    Raises:
+        ProtocolError: ``source`` is no batched source.
+    """
+
+    def __init__(self, source: Any, autoreset_mode: Any = "next_step", *,
+                 env_id: Optional[str] = None, as_torch: bool = False,
+                 check_masks: bool = True) -> None:
+        self.closed = True  # until built
+        if not isinstance(source, BatchedSource):
+            raise ProtocolError(source, [], expected="a batched source (num_envs, groups, reset, "
+                                "reset_rows, step: marlhub.adapters.batched.BatchedSource)",
+                                fix="Bring a natively batched simulator through its adapter, e.g. "
+                                    "marlhub.make_vec('vmas/balance', N) or from_torchrl(env).")
+        self.source = source
+        self.num_envs = int(source.num_envs)
+        self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
+        self.env_id = env_id
+        self.as_torch = bool(as_torch)
+        self.check_masks = bool(check_masks)
+        self.envs: list[Any] = []  # one simulator, no copies
+        self._groups = {name: list(agents) for name, agents in source.groups.items()}
+        self.seeding = str(source.seeding)
+        self._adopt_description({
+            "metadata": dict(source.metadata), "render_mode": source.render_mode,
+            "possible_agents": list(source.possible_agents),
+            "observation_spaces": source.observation_spaces, "action_spaces": source.action_spaces})
+        self._actions = GroupActions(self.name(), self.num_envs, self.groups,
+                                     source.action_spaces, device=source.device)
+        self._dicts = DictFace(self)
+        self._book = self._dicts.book
+        self._ended = np.zeros(self.num_envs, np.bool_)
+        self._done = {name: np.zeros((self.num_envs, len(a)), np.bool_)
+                      for name, a in self.groups.items()}
+        self._last: Optional[ArrayBatch] = None
+        self._cannot_step: Optional[str] = NOT_RESET
+        self.closed = False
+
+    @property
+    def groups(self) -> dict[str, list[Any]]:
+        """The simulator's groups: group name -> agents with the same spaces."""
+        return self._groups
+
+    # -- the array face -------------------------------------------------------------
+
+    def reset_arrays(self, *, seed: Any = None,
+                     options: Optional[dict[str, Any]] = None) -> ArrayBatch:
+        """Reset every copy (or those of ``options["reset_mask"]``); return the arrays.
+
+        Raises:
+            VectorEnvError: a seed per copy (the simulator is seeded once), a seed with a
+                ``reset_mask``, or other options (the simulator takes none).
+        """
+        self._check_open()
+        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
+        seed = self._one_seed(seed, mask)
+        if rest:
+            raise VectorEnvError(self.name(), f"reset() got the options {sorted(rest)}, which the "
+                                 "batched simulator does not take",
+                                 "Pass only options={'reset_mask': mask}.")
+        if mask is None or self._last is None:
+            out = self._host_batch(self.source.reset(seed))
+            self._ended[:] = False
+            for done in self._done.values():
+                done[:] = False
+            batch = self._fresh(out)
+        else:
+            rows = np.flatnonzero(mask)
+            batch = self._with_rows_reset(self._last, rows)
+            self._ended[rows] = False
+            batch.rewards = {k: v * 0 for k, v in batch.rewards.items()}
+            self._clear_flags(batch)
+        self._finish(batch)
+        self._cannot_step = None
+        return batch
+
+    def step_arrays(self, actions: Any) -> ArrayBatch:
+        """Step every copy with one action array per group; return the arrays.
+
+        Args:
+            actions: group -> ``(num_envs, n, ...)`` (numpy, or torch on the simulator's
+                device); slots that do not act (``acting`` False) are ignored.
+
+        Raises:
+            VectorEnvError: a missing group, or an array of the wrong shape, dtype or device.
+            ActionError: an acting slot's action outside its space or mask.
+            ResetNeededError: before ``reset``.
+        """
+        self._check_open()
+        require_running(self.name(), self._cannot_step)
+        last = self._last
+        assert last is not None
+        actions = self._actions.check(actions, last.acting,
+                                      last.action_mask if self.check_masks else {})
+        for name, acting in last.acting.items():  # idle slots get the space's zero
+            if not acting.all():
+                value = actions[name]
+                blank = self._actions.blank(name)
+                if hasattr(value, "detach"):
+                    import torch
+
+                    idle = torch.as_tensor(~acting, device=value.device)
+                    actions[name] = torch.where(
+                        idle.reshape(*idle.shape, *([1] * (value.dim() - 2))),
+                        torch.as_tensor(blank, device=value.device, dtype=value.dtype), value)
+                else:
+                    actions[name] = np.where(
+                        (~acting).reshape(*acting.shape, *([1] * (blank.ndim - 2))), blank,
+                        np.asarray(value))
+        return self._step_checked(actions)
+
+    def _step_checked(self, actions: dict[str, Any]) -> ArrayBatch:
+        before = self._ended.copy()
+        try:
+            out = self._host_batch(self.source.step(actions))
+        except Exception:
+            self._cannot_step = "the simulator raised in the last step(), so the copies may be " \
+                "out of step"
+            raise
+        batch = self._stepped(out, before)
+        mode = self.autoreset_mode
+        if mode == NEXT_STEP and before.any():
+            rows = np.flatnonzero(before)
+            batch = self._with_rows_reset(batch, rows)
+            for value in (*batch.rewards.values(), *batch.terminated.values(),
+                          *batch.truncated.values()):
+                value[rows] = 0
+            batch.episode_terminated[rows] = False
+            batch.episode_truncated[rows] = False
+        ended = (batch.episode_terminated | batch.episode_truncated) & ~before
+        if mode == SAME_STEP and ended.any():
+            final_obs, final_infos = deepcopy(batch.obs), batch.infos
+            batch = self._with_rows_reset(batch, np.flatnonzero(ended))
+            batch.final_obs = final_obs
+            assert isinstance(batch.infos, LazyInfos)
+            batch.infos = LazyInfos(self, batch.infos.arrays, final=(final_infos, ended, final_obs))
+        else:
+            self._ended = (before & (mode == DISABLED)) | ended
+        self._finish(batch)
+        return batch
+
+    # -- the dict face (lists of per-copy dicts) --------------------------------------
+
+    def reset(self, *, seed: Any = None,
+              options: Optional[dict[str, Any]] = None) -> tuple[list[Any], list[Any]]:
+        """Reset the copies (see :meth:`reset_arrays`); return ``(obs_list, infos_list)``."""
+        mask = None if not options or "reset_mask" not in options else options["reset_mask"]
+        return self._dicts.reset(self.reset_arrays(seed=seed, options=options), mask)
+
+    def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
+        """Step with one action dict per copy; return the five per-copy lists.
+
+        Raises:
+            ActionError: the list's length or one copy's action dict is wrong (the copy
+                and agent named); no copy was stepped.
+            ResetNeededError: before ``reset``.
+        """
+        self._check_open()
+        return self._dicts.step(actions)
+
+    # -- helpers --------------------------------------------------------------------
+
+    def _one_seed(self, seed: Any, mask: Any) -> Optional[int]:
+        if isinstance(seed, Sequence) and not isinstance(seed, str):
+            raise VectorEnvError(
+                self.name(), f"reset() got one seed per copy ({len(seed)}), and the batched "
+                "simulator is seeded once for all copies", f"Pass one int. {self.seeding}")
+        if seed is not None and mask is not None:
+            raise VectorEnvError(
+                self.name(), "reset() got a seed with a reset_mask; the batched simulator seeds "
+                "all copies at once", "Reset the masked copies without a seed, or reset every "
+                "copy with reset(seed=s).")
+        if seed is not None and (isinstance(seed, (bool, np.bool_))
+                                 or not isinstance(seed, (int, np.integer))):
+            raise VectorEnvError(self.name(), f"reset() got the seed {seed!r}",
+                                 "Pass an int, or None.")
+        return None if seed is None else int(seed)
+
+    def _host_batch(self, out: SourceBatch) -> SourceBatch:
+        """The source's values as numpy arrays (or kept as torch tensors with ``as_torch``)."""
+        convert = _keep if self.as_torch else _numpy
+        return SourceBatch(
+            obs=_tree(out.obs, convert), terminated=_numpy(out.terminated).astype(bool),
+            truncated=_numpy(out.truncated).astype(bool),
+            rewards=None if out.rewards is None else _tree(out.rewards, convert),
+            agent_terminated=None if out.agent_terminated is None
+            else _tree(out.agent_terminated, _numpy),
+            agent_truncated=None if out.agent_truncated is None
+            else _tree(out.agent_truncated, _numpy),
+            infos=None if out.infos is None else _tree(out.infos, convert),
+            action_mask=None if out.action_mask is None else _tree(out.action_mask, _numpy))
+
+    def _fresh(self, out: SourceBatch) -> ArrayBatch:
+        """The batch of a reset of every copy."""
+        zeros = {name: self._reward_zeros(len(agents)) for name, agents in self.groups.items()}
+        flags = np.zeros(self.num_envs, np.bool_)
+        return ArrayBatch(
+            obs=out.obs, rewards=zeros, terminated=self._flag_arrays(), truncated=self._flag_arrays(),
+            episode_terminated=flags, episode_truncated=flags.copy(), acting={}, alive={},
+            action_mask=dict(out.action_mask or {}), infos=LazyInfos(self, out.infos or {}))
+
+    def _stepped(self, out: SourceBatch, before: np.ndarray) -> ArrayBatch:
+        """The batch of a step, before any autoreset; ended copies' flags cleared."""
+        ep_t, ep_u = out.terminated, out.truncated
+        ep_t[before] = False
+        ep_u[before] = False
+        terminated, truncated = self._flag_arrays(), self._flag_arrays()
+        for name in self.groups:
+            alive = ~self._done[name] & ~before[:, None]
+            own_t = _agent_flags(out.agent_terminated, name, alive.shape)
+            own_u = _agent_flags(out.agent_truncated, name, alive.shape)
+            terminated[name] = alive & (own_t | ep_t[:, None])
+            truncated[name] = alive & (own_u | ep_u[:, None]) & ~terminated[name]
+            self._done[name] |= terminated[name] | truncated[name]
+        rewards = out.rewards or {}
+        if before.any():
+            for value in rewards.values():
+                value[before] = 0
+        return ArrayBatch(
+            obs=out.obs, rewards=dict(rewards), terminated=terminated, truncated=truncated,
+            episode_terminated=ep_t, episode_truncated=ep_u, acting={}, alive={},
+            action_mask=dict(out.action_mask or {}), infos=LazyInfos(self, out.infos or {}))
+
+    def _with_rows_reset(self, batch: ArrayBatch, rows: np.ndarray) -> ArrayBatch:
+        """``batch`` with the copies of ``rows`` reset by the simulator (obs, infos, masks)."""
+        out = self._host_batch(self.source.reset_rows(rows))
+        obs = _tree(batch.obs, _copy)
+        _put_rows(obs, out.obs, rows)
+        infos = _tree(batch.infos.arrays, _copy) if isinstance(batch.infos, LazyInfos) else {}
+        if out.infos:
+            _put_rows(infos, {k: v for k, v in out.infos.items() if k in infos}, rows)
+        masks = dict(batch.action_mask)
+        for name, value in (out.action_mask or {}).items():
+            masks[name] = value if name not in masks else masks[name].copy()
+            masks[name][rows] = value[rows]
+        for done in self._done.values():
+            done[rows] = False
+        return ArrayBatch(
+            obs=obs, rewards=batch.rewards, terminated=batch.terminated,
+            truncated=batch.truncated, episode_terminated=batch.episode_terminated,
+            episode_truncated=batch.episode_truncated, acting={}, alive={}, action_mask=masks,
+            infos=LazyInfos(self, infos))
+
+    def _reward_zeros(self, n: int) -> Any:
+        if self.as_torch and self.source.device is not None:
+            import torch
+
+            return torch.zeros((self.num_envs, n), device=self.source.device)
+        return np.zeros((self.num_envs, n), np.float32)
+
+    def _clear_flags(self, batch: ArrayBatch) -> None:
+        batch.terminated, batch.truncated = self._flag_arrays(), self._flag_arrays()
+        batch.episode_terminated = np.zeros(self.num_envs, np.bool_)
+        batch.episode_truncated = np.zeros(self.num_envs, np.bool_)
+
+    def _flag_arrays(self) -> dict[str, np.ndarray]:
+        return {name: np.zeros((self.num_envs, len(a)), np.bool_) for name, a in self.groups.items()}
+
+    def _finish(self, batch: ArrayBatch) -> None:
+        """Fill who acts and who is alive, masks of slots that do not act; keep the batch."""
+        for name in self.groups:
+            alive = ~self._done[name] & ~self._ended[:, None]
+            batch.alive[name] = alive
+            batch.acting[name] = alive.copy()
+            if name in batch.action_mask:
+                mask = np.asarray(batch.action_mask[name]).astype(np.int8)
+                mask[~alive] = 1
+                batch.action_mask[name] = mask
+        self._last = batch
+
+    def render(self) -> Any:
+        """The simulator's render of copy 0."""
+        render = getattr(self.source, "render", None)
+        return render() if callable(render) else None
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call method ``name`` of the simulator (or read the attribute), once for all copies."""
+        self._check_open()
+        attr = getattr(self.source, name)
+        return (attr(*args, **kwargs) if callable(attr) else attr,)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close the simulator."""
+        self.source.close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise VectorEnvError(self.name(), "it was closed",
+                                 "Make a new vector env; close() is final.")
+
+
+def _numpy(value: Any) -> Any:
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def _keep(value: Any) -> Any:
+    return value
+
+
+def _copy(value: Any) -> Any:
+    return value.clone() if hasattr(value, "clone") else value.copy()
+
+
+def _tree(value: Any, fn: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _tree(v, fn) for k, v in value.items()}
+    return fn(value)
+
+
+def _put_rows(target: dict[str, Any], source: dict[str, Any], rows: np.ndarray) -> None:
+    for key, value in source.items():
+        if isinstance(value, dict):
+            _put_rows(target[key], value, rows)
+        else:
+            target[key][rows] = value[rows]
+
+
+def _agent_flags(flags: Optional[dict[str, Any]], name: str, shape: tuple[int, ...]) -> np.ndarray:
+    if flags is None or name not in flags:
+        return np.zeros(shape, np.bool_)
+    return np.asarray(flags[name]).reshape(shape).astype(bool)

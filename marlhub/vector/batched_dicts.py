@@ -1,0 +1,210 @@
+"""The dict face of a batched vector env: lists of per-copy dicts, built from its arrays.
+
+A :class:`~marlhub.vector.batched.BatchedVectorEnv` steps arrays; its ``reset``
+and ``step`` take and return lists of per-copy dicts, exactly as
+:class:`~marlhub.vector.SyncVectorMultiAgentEnv` does (the same
+:class:`~marlhub.vector.book.CopyBook` checks the action dicts and keeps who
+acts), by reading the arrays row by row (:class:`DictFace`). A copy's infos are
+built only when read (:class:`LazyInfos`), so the array face pays nothing for them.
+
+Example:
+    >>> import marlhub
+    >>> envs = marlhub.make_vec("vmas/balance", 2, {"max_steps": 1})
+    >>> obs, infos = envs.reset(seed=0)
+    >>> sorted(obs[1]), obs[1]["agent_0"].shape, sorted(infos[1]["agent_0"])
+    (['agent_0', 'agent_1', 'agent_2'], (16,), ['ground_rew', 'pos_rew'])
+    >>> still = [{a: np.zeros(2, np.float32) for a in ob} for ob in obs]
+    >>> obs, rewards, terminateds, truncateds, infos = envs.step(still)
+    >>> truncateds[0]["__all__"], envs.actors
+    (True, [[], []])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+import numpy as np
+
+from marlhub.core import ALL, AgentID
+from marlhub.vector.base import NEXT_STEP, SAME_STEP
+from marlhub.vector.book import CopyBook
+from marlhub.vector.copies import same_step_infos
+
+__all__ = ["DictFace", "LazyInfos"]
+
+
+class LazyInfos(Sequence):
+    """Each copy's infos dict, built from per-group info arrays when read.
+
+    Args:
+        env: the batched vector env (for its groups).
+        arrays: group -> key -> ``(num_envs, n, ...)``.
+        final: under ``same_step``, ``(infos of the ending step, which copies ended, final
+            obs arrays)``: those copies' infos also carry ``"final_obs"`` and
+            ``"final_info"`` under ``"__common__"``.
+    """
+
+    def __init__(self, env: Any, arrays: Mapping[str, Mapping[str, Any]],
+                 final: Optional[tuple[Any, Any, Any]] = None) -> None:
+        self.groups = env.groups
+        self.num_envs = env.num_envs
+        self.arrays = dict(arrays)
+        self.final = final
+
+    def __len__(self) -> int:
+        return self.num_envs
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self.num_envs))]
+        if not -self.num_envs <= i < self.num_envs:
+            raise IndexError(f"copy {i} of {self.num_envs}")
+        i = i % self.num_envs
+        infos = self.agent_infos(i)
+        if self.final is not None and self.final[1][i]:
+            final_infos, _, final_obs = self.final
+            infos = same_step_infos(obs_of_copy(self.groups, final_obs, i), final_infos[i], infos)
+        return infos
+
+    def agent_infos(self, i: int, agents: Optional[Any] = None) -> dict[AgentID, Any]:
+        """Copy ``i``'s infos of ``agents`` (every agent of a group with infos by default)."""
+        infos: dict[AgentID, Any] = {}
+        for name, keys in self.arrays.items():
+            for j, agent in enumerate(self.groups[name]):
+                if agents is None or agent in agents:
+                    infos[agent] = {key: value[i, j, ...] for key, value in keys.items()}
+        return infos
+
+
+def obs_of_copy(groups: Mapping[str, Sequence[AgentID]], obs: Mapping[str, Any], i: int,
+                agents: Optional[Any] = None) -> dict[AgentID, Any]:
+    """Copy ``i``'s obs dict from the per-group arrays (only ``agents``, when given)."""
+    found: dict[AgentID, Any] = {}
+    for name, members in groups.items():
+        rows = obs[name]
+        for j, agent in enumerate(members):
+            if agents is None or agent in agents:
+                found[agent] = _item(rows, i, j)
+    return found
+
+
+def _item(rows: Any, i: int, j: int) -> Any:
+    if isinstance(rows, dict):
+        return {key: _item(value, i, j) for key, value in rows.items()}
+    return rows[i, j]
+
+
+class DictFace:
+    """``reset`` and ``step`` with lists of per-copy dicts over a batched vector env.
+
+    Args:
+        env: the :class:`~marlhub.vector.batched.BatchedVectorEnv`.
+    """
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        spaces = env.single_action_spaces
+        self.book = CopyBook(env.name(), env.num_envs, env.autoreset_mode,
+                             [env.possible_agents] * env.num_envs,
+                             [spaces.__getitem__] * env.num_envs,
+                             [env.check_masks] * env.num_envs)
+
+    def reset(self, batch: Any, mask: Any = None) -> tuple[list[Any], list[Any]]:
+        """The obs and infos lists of a reset (of the copies ``mask`` selects, or of all)."""
+        env, book = self.env, self.book
+        obs: list[Any] = []
+        infos: list[Any] = []
+        for i in range(env.num_envs):
+            if mask is None or mask[i]:
+                alive = self._alive(batch, i)
+                obs.append(obs_of_copy(env.groups, _host(batch.obs), i, alive))
+                infos.append(batch.infos.agent_infos(i, alive))
+            else:
+                ob, info = book.kept_by_masked_reset(i)
+                obs.append(ob)
+                infos.append(info)
+        book.record_reset(obs, infos, mask)
+        return obs, infos
+
+    def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
+        """Check the action dicts, step the arrays, return the five per-copy lists."""
+        env, book = self.env, self.book
+        book.check_actions(actions)
+        before = list(book.ended)
+        acted = [set(a) for a in book.actors]
+        batch = env._step_checked(self._arrays(actions, before))
+        obs_rows = _host(batch.obs)
+        groups = env.groups
+        rewards_rows = {name: np.asarray(_host(v)).tolist() for name, v in batch.rewards.items()}
+        term_rows = {name: v.tolist() for name, v in batch.terminated.items()}
+        trunc_rows = {name: v.tolist() for name, v in batch.truncated.items()}
+        ep_t, ep_u = batch.episode_terminated.tolist(), batch.episode_truncated.tolist()
+        results = []
+        overs = []
+        for i in range(env.num_envs):
+            if before[i]:
+                results.append(self._ended_copy(batch, obs_rows, i))
+                overs.append(False)
+                continue
+            reset_now = env.autoreset_mode == SAME_STEP and (ep_t[i] or ep_u[i])
+            present = self._alive(batch, i) if reset_now else acted[i]
+            rewards: dict[Any, Any] = {}
+            terminateds: dict[Any, Any] = {}
+            truncateds: dict[Any, Any] = {}
+            for name, members in groups.items():
+                for j, agent in enumerate(members):
+                    if agent in acted[i]:
+                        rewards[agent] = rewards_rows[name][i][j]
+                        terminateds[agent] = term_rows[name][i][j]
+                        truncateds[agent] = trunc_rows[name][i][j]
+            terminateds[ALL], truncateds[ALL] = ep_t[i], ep_u[i]
+            infos = batch.infos[i] if reset_now else batch.infos.agent_infos(i, present)
+            results.append((obs_of_copy(groups, obs_rows, i, present), rewards, terminateds,
+                            truncateds, infos))
+            overs.append(ep_t[i] or ep_u[i])
+        book.record_step(results, overs)
+        return tuple(map(list, zip(*results)))
+
+    def _ended_copy(self, batch: Any, obs_rows: Any, i: int) -> tuple[Any, ...]:
+        """What a copy whose episode ended in the last call returns now."""
+        if self.env.autoreset_mode == NEXT_STEP:  # reset in this call
+            alive = self._alive(batch, i)
+            return (obs_of_copy(self.env.groups, obs_rows, i, alive), {}, {ALL: False},
+                    {ALL: False}, batch.infos.agent_infos(i, alive))
+        terminated, truncated = self.book.final_flags[i]
+        return {}, {}, {ALL: terminated}, {ALL: truncated}, {}
+
+    def _alive(self, batch: Any, i: int) -> set[AgentID]:
+        return {agent for name, members in self.env.groups.items()
+                for j, agent in enumerate(members) if batch.alive[name][i, j]}
+
+    def _arrays(self, actions: Sequence[Any], before: list[bool]) -> dict[str, Any]:
+        """The action dicts as one array per group (the space's zero where nobody acts)."""
+        env = self.env
+        arrays: dict[str, Any] = {}
+        for name, members in env.groups.items():
+            array = env._actions.blank(name)
+            full = [i for i, d in enumerate(actions) if not before[i] and len(d) == len(members)
+                    and all(a in d for a in members)] if len(env.groups) == 1 else []
+            if len(full) == env.num_envs:  # every agent of every copy acts: one conversion
+                array[...] = np.asarray([[d[a] for a in members] for d in actions],
+                                        dtype=array.dtype).reshape(array.shape)
+            else:
+                for i, action_dict in enumerate(actions):
+                    if before[i]:
+                        continue
+                    for j, agent in enumerate(members):
+                        if agent in action_dict:
+                            array[i, j] = action_dict[agent]
+            arrays[name] = array
+        return arrays
+
+
+def _host(value: Any) -> Any:
+    """Per-group values as numpy (the dict face is numpy even when the arrays are torch)."""
+    if isinstance(value, dict):
+        return {k: _host(v) for k, v in value.items()}
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    return value
