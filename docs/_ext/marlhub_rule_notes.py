@@ -142,6 +142,14 @@ same observations, rewards and ends. A finding names the step and the first diff
 For adapters: each agent's sum of rewards over an episode equals its native return,
 so no reward is lost or counted twice on the way.
 """,
+    "vector.reset_infos": """
+A copy that a vector env resets on its own (``next_step``) should say what a new env
+says after ``reset()``. A batched simulator steps every copy in every call, the copy
+that ended included, before its partial reset, so reset infos that report the last
+step (VMAS's reward terms) are those of that extra step. Fix, in your own simulator:
+compute the reset infos from the reset state; as a user of one that does not, read
+reset infos of such copies as stale.
+""",
     "env.raised": """
 The env raised on valid use (``reset``, ``step`` with legal actions, reading spaces),
 or, under ``--jobs 2`` or more, its worker died (a signal names a crash in native

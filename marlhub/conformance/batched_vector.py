@@ -11,7 +11,11 @@ separate env seeded ``seed + i``. What holds, and is checked here:
 * **the batch is reproducible and its faces agree**: two batches of ``N`` reset
   with ``seed``, one driven through the dict face and one through the array
   face with the same random actions, return the same observations, rewards,
-  end flags and actors in every copy, under each autoreset mode.
+  end flags and actors in every copy, under each autoreset mode;
+* **the batch is the native simulator's batch**, where the family can step one
+  (``batched_lockstep``: VMAS): the same seed and actions, copies that end at
+  different times reset by the simulator's own partial reset, give the same
+  observations, rewards and ends in every copy (``equiv.trajectory``).
 
 The first difference is a :data:`~marlhub.contract.rules.VECTOR_EQUIV` finding.
 
@@ -71,7 +75,32 @@ def check_batched(env_id: str, num_envs: int, *, seed: int = 0, episodes: int = 
         finally:
             faces.close()
         steps, finished = steps + faces.steps, finished + faces.finished
+    findings += _against_native(env_id, num_envs, seed, max_steps, config)
     return findings, steps, finished
+
+
+def _against_native(env_id: str, num_envs: int, seed: int, max_steps: int,
+                    config: Optional[Mapping[str, Any]]) -> list[Finding]:
+    """The family's lockstep of the batch with the native simulator's batch, if it has one."""
+    from marlhub.registry import default_registry
+    from marlhub.registry.vector import RegistryEnvFn
+
+    prefix, _, rest = env_id.partition("/")
+    lockstep = getattr(default_registry().families.get(prefix), "batched_lockstep", None)
+    if not callable(lockstep):
+        return []
+    try:
+        envs = make_vec(env_id, num_envs, config, vectorization_mode="batched")
+    except Exception as exc:
+        return [_raised("batched (against the native batch)", "making the batch", exc)]
+    try:
+        found: list[Finding] = lockstep(rest, RegistryEnvFn(env_id, config).context(), envs,
+                                        seed=seed, steps=min(max_steps, 40))
+        return found
+    except Exception as exc:
+        return [_raised("batched (against the native batch)", "the lockstep", exc)]
+    finally:
+        envs.close()
 
 
 def _one(env_id: str, config: Optional[Mapping[str, Any]]) -> Any:

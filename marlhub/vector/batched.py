@@ -72,7 +72,6 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
 
     Attributes:
         source: the batched simulator.
-        groups: group name -> agents with the same spaces; the array face's keys.
         seeding: what ``reset(seed=s)`` reproduces, in the source's words.
 
     Raises:
@@ -106,6 +105,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
         self._dicts = DictFace(self)
         self._book = self._dicts.book
         self._ended = np.zeros(self.num_envs, np.bool_)
+        self._final_flags = np.zeros((self.num_envs, 2), np.bool_)
         self._done = {name: np.zeros((self.num_envs, len(a)), np.bool_)
                       for name, a in self.groups.items()}
         self._last: Optional[ArrayBatch] = None
@@ -204,6 +204,8 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
             batch.episode_terminated[rows] = False
             batch.episode_truncated[rows] = False
         ended = (batch.episode_terminated | batch.episode_truncated) & ~before
+        self._final_flags[ended, 0] = batch.episode_terminated[ended]
+        self._final_flags[ended, 1] = batch.episode_truncated[ended]
         if mode == SAME_STEP and ended.any():
             final_obs, final_infos = deepcopy(batch.obs), batch.infos
             batch = self._with_rows_reset(batch, np.flatnonzero(ended))
@@ -343,6 +345,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
                 mask[~alive] = 1
                 batch.action_mask[name] = mask
         self._last = batch
+        self._dicts.synced = False
 
     def render(self) -> Any:
         """The simulator's render of copy 0."""

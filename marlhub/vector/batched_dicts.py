@@ -109,6 +109,22 @@ class DictFace:
                              [env.possible_agents] * env.num_envs,
                              [spaces.__getitem__] * env.num_envs,
                              [env.check_masks] * env.num_envs)
+        #: Whether the book holds the last call; False after a call of the array face.
+        self.synced = True
+
+    def sync(self, batch: Any, ended: Any, final_flags: Any) -> None:
+        """Bring the book up to the array face's last call (the dict face comes next)."""
+        book = self.book
+        obs, infos = [], []
+        for i in range(self.env.num_envs):
+            alive = self._alive(batch, i)
+            obs.append(obs_of_copy(self.env.groups, _host(batch.obs), i, alive))
+            infos.append(batch.infos.agent_infos(i, alive))
+        book.record_reset(obs, infos)
+        for i in np.flatnonzero(ended):
+            book.ended[i], book.actors[i] = True, []
+            book.final_flags[i] = (bool(final_flags[i, 0]), bool(final_flags[i, 1]))
+        self.synced = True
 
     def reset(self, batch: Any, mask: Any = None) -> tuple[list[Any], list[Any]]:
         """The obs and infos lists of a reset (of the copies ``mask`` selects, or of all)."""
@@ -125,11 +141,14 @@ class DictFace:
                 obs.append(ob)
                 infos.append(info)
         book.record_reset(obs, infos, mask)
+        self.synced = True
         return obs, infos
 
     def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
         """Check the action dicts, step the arrays, return the five per-copy lists."""
         env, book = self.env, self.book
+        if not self.synced and env._last is not None:
+            self.sync(env._last, env._ended, env._final_flags)
         book.check_actions(actions)
         before = list(book.ended)
         acted = [set(a) for a in book.actors]
@@ -164,6 +183,7 @@ class DictFace:
                             truncateds, infos))
             overs.append(ep_t[i] or ep_u[i])
         book.record_step(results, overs)
+        self.synced = True
         return tuple(map(list, zip(*results)))
 
     def _ended_copy(self, batch: Any, obs_rows: Any, i: int) -> tuple[Any, ...]:

@@ -161,6 +161,17 @@ class VmasFamily:
 
         return VmasBatch(native)
 
+    def batched_lockstep(self, rest: str, config: EnvContext, envs: Any, *,
+                         seed: int = 0, steps: int = 30) -> list[Finding]:
+        """Compare ``envs`` (``make_vec("vmas/rest", N)``) with a native VMAS batch in lockstep."""
+        from marlhub.adapters.vmas.lockstep import compare_batch_with_native
+
+        def make_native() -> Any:
+            return _vmas().make_env(rest, num_envs=envs.num_envs,
+                                    **_make_env_kwargs(f"{self.name}/{rest}", config))
+
+        return compare_batch_with_native(envs, make_native, seed=seed, steps=steps)
+
     def _check_scenario(self, rest: str) -> None:
         scenarios = self.scenarios()
         if rest not in scenarios:

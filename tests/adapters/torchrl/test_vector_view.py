@@ -1,0 +1,100 @@
+"""to_torchrl of a vector env: an EnvBase with batch_size=[num_envs], for sync, async and batched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import marlhub
+from marlhub.errors import ConfigError
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchrl")
+
+from torchrl.envs.utils import check_env_specs  # noqa: E402
+
+from marlhub.adapters.torchrl import from_torchrl, to_torchrl  # noqa: E402
+from tests.vector.envs import no_worker_left_behind  # noqa: E402,F401 (autouse)
+
+SOURCES = [
+    pytest.param("vmas/balance", {"max_steps": 3}, {}, id="batched-vmas"),
+    pytest.param("traffic", {"max_steps": 6}, {}, id="sync-two-groups"),
+    pytest.param("tic_tac_toe", None, {"vectorization_mode": "async", "num_workers": 2,
+                                       "timeout": 60}, id="async-masks"),
+]
+
+
+class PaidRewards:
+    """Sums, per group and copy, the rewards the vector env's array face pays."""
+
+    def __init__(self, vector_env: Any) -> None:
+        self.sums: dict[str, np.ndarray] = {}
+        step = vector_env.step_arrays
+
+        def counted(actions: Any) -> Any:
+            batch = step(actions)
+            for name, rewards in batch.rewards.items():
+                self.sums[name] = self.sums.get(name, 0) + np.asarray(rewards, np.float64)
+            return batch
+
+        vector_env.step_arrays = counted
+
+
+@pytest.mark.parametrize(("env_id", "config", "kwargs"), SOURCES)
+def test_specs_check_and_rollouts_with_partial_resets_pay_what_the_hub_pays(
+        env_id: str, config: Any, kwargs: dict[str, Any]) -> None:
+    vector = marlhub.make_vec(env_id, 4, config, **kwargs)
+    paid = PaidRewards(vector)
+    env = to_torchrl(vector)
+    try:
+        assert tuple(env.batch_size) == (4,) and from_torchrl(env) is vector
+        check_env_specs(env)
+        paid.sums.clear()
+        torch.manual_seed(0)
+        env.set_seed(0)
+        td = env.rollout(15, break_when_any_done=False)  # copies end and are reset by TorchRL
+        assert td["next", "done"].any() and td.shape == (4, 15)
+        for name, members in env.group_map.items():
+            assert td["next", name, "observation"].shape[:3] == (4, 15, len(members))
+            rolled = td["next", name, "reward"][..., 0].sum(1).double().numpy()
+            assert np.allclose(rolled, paid.sums[name], atol=1e-4)
+    finally:
+        env.close()
+
+
+@pytest.mark.filterwarnings("ignore:Creating .* which inherits from WeightUpdaterBase"
+                            ":DeprecationWarning")  # TorchRL's collectors warn about themselves
+def test_torchrls_collectors_take_make_vec_directly() -> None:
+    from torchrl import collectors
+
+    # TorchRL 0.14 named its single-process collector Collector; 0.13 SyncDataCollector.
+    collector_class = getattr(collectors, "Collector", None) or collectors.SyncDataCollector
+    env = to_torchrl(marlhub.make_vec("vmas/navigation", 8, {"max_steps": 5}))
+    collector = collector_class(env, policy=None, frames_per_batch=64, total_frames=128)
+    batches = [batch for batch in collector]
+    collector.shutdown()
+    assert len(batches) == 2 and batches[0].shape == (8, 8)
+    assert batches[1]["next", "done"].any()
+
+
+def test_a_batched_vmas_source_is_laid_out_as_torchrls_own_vmas_env() -> None:
+    from torchrl.envs.libs.vmas import VmasEnv
+
+    ours = to_torchrl(marlhub.make_vec("vmas/balance", 5, {"max_steps": 10}))
+    theirs = VmasEnv("balance", num_envs=5, max_steps=10)
+    ours_td, theirs_td = ours.reset(), theirs.reset()
+    for key in [("agents", "observation"), "done", "terminated"]:
+        assert ours_td[key].shape == theirs_td[key].shape, key
+    assert ours.full_action_spec["agents", "action"].shape == \
+        theirs.full_action_spec["agents", "action"].shape
+    ours.close()
+    theirs.close()
+
+
+def test_a_group_map_other_than_the_vector_envs_groups_is_refused() -> None:
+    vector = marlhub.make_vec("traffic", 2)
+    with pytest.raises(ConfigError, match="groups are those of its array face"):
+        to_torchrl(vector, group_map={"all": ["car_0", "car_1", "car_2", "car_3", "light"]})
+    vector.close()
