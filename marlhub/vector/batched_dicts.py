@@ -121,9 +121,9 @@ class DictFace:
             obs.append(obs_of_copy(self.env.groups, _host(batch.obs), i, alive))
             infos.append(batch.infos.agent_infos(i, alive))
         book.record_reset(obs, infos)
-        for i in np.flatnonzero(ended):
-            book.ended[i], book.actors[i] = True, []
-            book.final_flags[i] = (bool(final_flags[i, 0]), bool(final_flags[i, 1]))
+        for row in np.flatnonzero(ended):
+            book.ended[row], book.actors[row] = True, []
+            book.final_flags[row] = (bool(final_flags[row, 0]), bool(final_flags[row, 1]))
         self.synced = True
 
     def reset(self, batch: Any, mask: Any = None) -> tuple[list[Any], list[Any]]:
