@@ -11,8 +11,8 @@ observations, VMAS's rewards and per-agent info metrics, its scenario ``done``
 as terminated and ``max_steps`` as truncated.
 
 * **Partial resets** are VMAS's own: ``reset_at(i)`` per copy, then one
-  ``get_from_scenario`` for the observations and infos, as TorchRL's
-  ``VmasEnv`` does.
+  ``get_from_scenario`` for the observations and infos, and one ``reset()`` when
+  every copy is reset, as TorchRL's ``VmasEnv`` does.
 * **Seeds**: VMAS draws the whole batch from one generator: ``reset(seed=s)``
   reproduces the whole batch (every copy, given the same actions), and copy 0 of
   a batch of one is the hub env ``vmas/<scenario>`` seeded ``s``; copy ``i`` of a
@@ -104,8 +104,12 @@ class VmasBatch:
         return self._batch(obs, infos)
 
     def reset_rows(self, rows: Sequence[int]) -> SourceBatch:
-        """VMAS's ``reset_at`` of each copy in ``rows``, then the observations of all."""
+        """VMAS's ``reset_at`` of each copy in ``rows``, then the observations of all; one
+        ``reset()`` when ``rows`` are all the copies (as TorchRL's ``VmasEnv``: a ``reset_at``
+        costs milliseconds)."""
         env = self.vmas_env
+        if len(rows) == self.num_envs:
+            return self.reset(None)
         with self._stream:
             for row in rows:
                 env.reset_at(int(row), return_observations=False)

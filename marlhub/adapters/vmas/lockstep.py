@@ -104,8 +104,8 @@ def compare_batch_with_native(envs: Any, make_native: Callable[[], Any], *, seed
     ``envs`` is ``marlhub.make_vec("vmas/<scenario>", N, ...)`` (its array face is
     read); ``make_native()`` makes ``vmas.make_env(scenario, num_envs=N, ...)``, driven
     as TorchRL's ``VmasEnv`` drives it: ``step`` with one ``(N, size)`` tensor per
-    agent, and each copy that ended in the last call reset with ``reset_at`` before
-    the observations are read again. After the first step copy 0 alone is reset
+    agent, and each copy that ended in the last call reset with ``reset_at`` (all of
+    them with one ``reset()``) before the observations are read again. After the first step copy 0 alone is reset
     (``reset_mask`` / ``reset_at(0)``), so the copies end at different times and
     every partial reset is a reset of some copies only. Observations, rewards and
     ends must agree in every copy (``equiv.trajectory``).
@@ -159,6 +159,8 @@ def _reset_rows(native: Any, obs: Any, rows: Any) -> Any:
 
     if len(rows) == 0:
         return obs
+    if len(rows) == native.num_envs:  # every copy: one reset(), as TorchRL's VmasEnv
+        return native.reset()
     for row in rows:
         native.reset_at(int(row), return_observations=False)
     fresh = native.get_from_scenario(get_observations=True, get_infos=False, get_rewards=False,
