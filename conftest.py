@@ -24,7 +24,8 @@ EXTRAS = {"torch": "rl", "torchrl": "torchrl", "tensordict": "torchrl", "vmas": 
           "gym": "vmas",  # the old gym package comes with VMAS
           "ray": "rllib", "pettingzoo": "pettingzoo", "pyspiel": "openspiel",
           "open_spiel": "openspiel", "supersuit": "supersuit", "mpe2": "mpe2",
-          "magent2": "magent2", "grpc": "remote", "dm_env_rpc": "remote"}
+          "magent2": "magent2", "grpc": "remote", "dm_env_rpc": "remote",
+          "jax": "jaxmarl", "jaxmarl": "jaxmarl"}
 
 
 def _missing_backend(exc: BaseException) -> str:

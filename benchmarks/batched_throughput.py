@@ -7,7 +7,7 @@ default) on ``--device`` (``cpu`` by default; ``cuda`` where a GPU is).
 Contestants, run interleaved in one process (round after round, in a rotating
 order), so drifts of the machine's speed hit them alike:
 
-* ``vmas native``: ``vmas.make_env(scenario, num_envs=N, ...)`` stepped with a
+* ``native``: ``vmas.make_env(scenario, num_envs=N, ...)`` stepped with a
   list of one ``(N, 1)`` int64 tensor per agent; the copies that are done reset
   as TorchRL's ``VmasEnv`` resets them (``reset_at(i)`` per done copy, or one
   ``reset()`` when all are done, then one ``get_from_scenario`` for the
@@ -29,6 +29,14 @@ order), so drifts of the machine's speed hit them alike:
   one copy each (what ``make_vec`` of ``vmas/`` gave before the batched env), stepped
   with the dict face; only up to ``--sync-max`` copies (256), ``-`` beyond.
 
+Where JaxMARL is installed, the scenario ``jaxmarl:MPE_simple_spread_v3`` (3 agents)
+has its own contestants: ``native`` is JaxMARL's own ``env.step`` (with its automatic
+reset) under ``jax.vmap`` and ``jit``, one key per copy, the observations, rewards and
+dones pulled to numpy (``jax.device_get``); ``marlhub arrays`` and ``marlhub dicts`` are
+``make_vec("jaxmarl/MPE_simple_spread_v3", N)``'s two faces; ``pettingzoo mpe2 serial`` is
+N of PettingZoo's ``mpe2`` ``simple_spread_v3`` parallel envs stepped one after another
+(up to ``--sync-max``).
+
 The marlhub vector envs autoreset ``next_step``: a copy whose episode ended is
 reset in the next call, which ignores its actions; every call still counts
 ``N * 4`` agent-steps for every contestant (one agent's action in one copy).
@@ -42,8 +50,7 @@ actions are random ints of the Discrete space, drawn once per round, scenario
 and N (a pool of 16 batches, used in turn), outside the timing; every contestant
 gets the same ones, in its own form. Times are wall-clock (with CUDA, the device
 is synchronized before the clock stops). Printed per scenario: the median
-agent-steps/s over the rounds, then the median per-round ratio to ``vmas
-native`` (and of ``marlhub to_torchrl`` to ``torchrl VmasEnv``). A contestant
+agent-steps/s over the rounds, then the median per-round ratio to ``native`` (and of ``marlhub to_torchrl`` to ``torchrl VmasEnv``). A contestant
 that runs out of memory shows ``oom``, one that raises ``err`` (the errors are
 listed below the tables).
 
@@ -54,7 +61,7 @@ Usage::
     python benchmarks/batched_throughput.py --copies 64 256 --rounds 3 --steps 50 \\
         --scenarios balance
     python benchmarks/batched_throughput.py --device cuda --copies 1024 4096 16384
-    python benchmarks/batched_throughput.py --contestants "vmas native" "one env per copy"
+    python benchmarks/batched_throughput.py --contestants native "one env per copy"
     python benchmarks/batched_throughput.py --quick                 # a smoke test, < 1 minute
     python benchmarks/batched_throughput.py --json out.json         # also write the numbers
 """
@@ -87,7 +94,7 @@ N_AGENTS = 4
 MAX_STEPS = 100
 CONFIG = {"continuous_actions": False, "max_steps": MAX_STEPS, "n_agents": N_AGENTS}
 POOL = 16  # action batches drawn per round, scenario and N, used in turn
-NATIVE, TORCHRL, TO_TORCHRL, SYNC = ("vmas native", "torchrl VmasEnv", "marlhub to_torchrl",
+NATIVE, TORCHRL, TO_TORCHRL, SYNC = ("native", "torchrl VmasEnv", "marlhub to_torchrl",
                                      "one env per copy")
 
 
@@ -95,6 +102,7 @@ class Job(NamedTuple):
     """One measurement: a scenario, N copies, how long, where, and the actions."""
 
     scenario: str
+    agents: int  # agents per copy: N * agents agent-steps per vector step
     n: int
     steps: int
     warm_up: int
@@ -201,17 +209,88 @@ def run_sync(job: Job) -> tuple[Step, Callable[[], None]]:
     return run_dicts(job, mode="sync")
 
 
-def contestants() -> dict[str, Runner]:
-    """The contestants, in the tables' order."""
-    runners: dict[str, Runner] = {
+def contestants(scenario: str = SCENARIOS[0]) -> dict[str, Runner]:
+    """The contestants of ``scenario``, in the tables' order (JaxMARL's: :data:`JAX`)."""
+    if scenario == JAX:
+        return {NATIVE: run_jax_native, "marlhub arrays": run_jax_arrays,
+                "marlhub dicts": run_jax_dicts, MPE2: run_mpe2}
+    return {
         NATIVE: run_native, TORCHRL: run_torchrl, "marlhub arrays": run_arrays,
         "marlhub arrays torch": run_arrays_torch, TO_TORCHRL: run_to_torchrl,
         "marlhub dicts": run_dicts, SYNC: run_sync,
     }
-    # >>> JaxMARL contestants go here (JaxMARL is not installed where this was written): a
-    # >>> Runner takes a Job and returns (step, close) after an untimed build and reset,
-    # >>> step(t) making one vector step of job.n copies with the actions job.actions[t % POOL].
-    return runners
+
+
+# -- JaxMARL's MPE simple_spread: its jitted vmapped step, marlhub's faces, PettingZoo's mpe2 --
+
+JAX = "jaxmarl:MPE_simple_spread_v3"
+JAX_AGENTS = 3
+MPE2 = "pettingzoo mpe2 serial"
+
+
+def run_jax_native(job: Job) -> tuple[Step, Callable[[], None]]:
+    """JaxMARL's own step (with its automatic reset) under jax.vmap and jit, pulled to numpy."""
+    import jax
+    import jaxmarl
+
+    env = jaxmarl.make("MPE_simple_spread_v3", max_steps=MAX_STEPS)
+    keys = jax.random.split(jax.random.PRNGKey(job.seed), job.n)
+    _, state = jax.jit(jax.vmap(env.reset))(keys)
+    split = jax.jit(jax.vmap(jax.random.split))
+    step_all = jax.jit(jax.vmap(env.step))
+    agents = list(env.agents)
+    pool = [{a: a_batch[:, j] for j, a in enumerate(agents)} for a_batch in job.actions.numpy()]
+
+    def step(t: int) -> None:
+        nonlocal keys, state
+        both = split(keys)
+        keys = both[:, 0]
+        obs, state, rewards, dones, _ = step_all(both[:, 1], state, pool[t % POOL])
+        jax.device_get((obs, rewards, dones))
+
+    return step, lambda: None
+
+
+def run_jax_arrays(job: Job) -> tuple[Step, Callable[[], None]]:
+    envs = marlhub.make_vec("jaxmarl/MPE_simple_spread_v3", job.n, {"max_steps": MAX_STEPS})
+    envs.reset_arrays(seed=job.seed)
+    pool = list(job.actions.numpy())
+
+    def step(t: int) -> None:
+        envs.step_arrays({"agents": pool[t % POOL]})
+
+    return step, envs.close
+
+
+def run_jax_dicts(job: Job) -> tuple[Step, Callable[[], None]]:
+    envs = marlhub.make_vec("jaxmarl/MPE_simple_spread_v3", job.n, {"max_steps": MAX_STEPS})
+    envs.reset(seed=job.seed)
+    agents = list(envs.possible_agents)
+    pool = [[dict(zip(agents, row)) for row in a] for a in job.actions.tolist()]
+
+    def step(t: int) -> None:
+        envs.step(pool[t % POOL])
+
+    return step, envs.close
+
+
+def run_mpe2(job: Job) -> tuple[Step, Callable[[], None]]:
+    """N of PettingZoo's mpe2 simple_spread_v3 parallel envs, stepped one after another."""
+    from mpe2 import simple_spread_v3
+
+    envs = [simple_spread_v3.parallel_env(max_cycles=MAX_STEPS) for _ in range(job.n)]
+    for i, env in enumerate(envs):
+        env.reset(seed=job.seed + i)
+    agents = list(envs[0].possible_agents)
+    pool = [[dict(zip(agents, row)) for row in a] for a in job.actions.tolist()]
+
+    def step(t: int) -> None:
+        for env, actions in zip(envs, pool[t % POOL]):
+            if not env.agents:
+                env.reset()
+            env.step({a: actions[a] for a in env.agents})
+
+    return step, lambda: [env.close() for env in envs] and None
 
 
 # -- measuring ----------------------------------------------------------------------------
@@ -236,7 +315,7 @@ def clock(runner: Runner, job: Job) -> float:
         elapsed = time.perf_counter() - start
     finally:
         close()
-    return job.steps * job.n * N_AGENTS / elapsed
+    return job.steps * job.n * job.agents / elapsed
 
 
 def failure(error: BaseException) -> str:
@@ -248,12 +327,19 @@ def failure(error: BaseException) -> str:
     return "err"
 
 
+def agents_of(scenario: str) -> int:
+    return JAX_AGENTS if scenario == JAX else N_AGENTS
+
+
 def actions_for(scenario: str, n: int, seed: int) -> Any:
     """A pool of random actions in the scenario's Discrete space (each agent's ``n``)."""
-    space = vmas.make_env(scenario, num_envs=1, device="cpu", **CONFIG).action_space
-    sizes = torch.tensor([int(s.n) for s in space.spaces])
+    if scenario == JAX:
+        sizes = torch.tensor([5] * JAX_AGENTS)  # MPE's Discrete(5) moves
+    else:
+        space = vmas.make_env(scenario, num_envs=1, device="cpu", **CONFIG).action_space
+        sizes = torch.tensor([int(s.n) for s in space.spaces])
     generator = torch.Generator().manual_seed(seed)
-    draws = torch.rand((POOL, n, N_AGENTS), generator=generator)
+    draws = torch.rand((POOL, n, agents_of(scenario)), generator=generator)
     return (draws * sizes).long().clamp_max(sizes - 1)
 
 
@@ -261,21 +347,21 @@ Results = dict[tuple[str, int, str], list[Any]]  # per round: agent-steps/s, "oo
 
 
 def measure(args: argparse.Namespace) -> tuple[Results, list[str]]:
-    runners = {name: run for name, run in contestants().items()
-               if args.contestants is None or name in args.contestants}
     results: Results = {}
     errors: list[str] = []
     for r in range(args.rounds):
         for scenario in args.scenarios:
+            runners = {name: run for name, run in contestants(scenario).items()
+                       if args.contestants is None or name in args.contestants}
             for k, n in enumerate(args.copies):
                 actions = actions_for(scenario, n, args.seed + r)
-                job = Job(scenario, n, args.steps, args.warm_up, args.device, args.seed + r,
-                          actions)
+                job = Job(scenario, agents_of(scenario), n, args.steps, args.warm_up,
+                          args.device, args.seed + r, actions)
                 order = list(runners)
                 shift = (r + k) % len(order)
                 for name in order[shift:] + order[:shift]:
                     cell = results.setdefault((scenario, n, name), [None] * args.rounds)
-                    if name == SYNC and n > args.sync_max:
+                    if name in (SYNC, MPE2) and n > args.sync_max:
                         continue
                     try:
                         cell[r] = clock(runners[name], job)
@@ -332,9 +418,10 @@ def tables(results: Results, scenario: str, copies: list[int]) -> list[str]:
         lines.append(f"{name:<22}" + "".join(
             cell(median_ratio(results.get((scenario, n, name)),
                               results.get((scenario, n, NATIVE))), ".3f") for n in copies))
-    lines.append(f"{'to_torchrl / VmasEnv':<22}" + "".join(
-        cell(median_ratio(results.get((scenario, n, TO_TORCHRL)),
-                          results.get((scenario, n, TORCHRL))), ".3f") for n in copies))
+    if scenario != JAX:
+        lines.append(f"{'to_torchrl / VmasEnv':<22}" + "".join(
+            cell(median_ratio(results.get((scenario, n, TO_TORCHRL)),
+                              results.get((scenario, n, TORCHRL))), ".3f") for n in copies))
     return lines
 
 
@@ -372,9 +459,16 @@ def write_json(path: str, args: argparse.Namespace, info: dict[str, Any], result
         f.write("\n")
 
 
+def default_scenarios() -> list[str]:
+    import importlib.util
+
+    return SCENARIOS + ([JAX] if importlib.util.find_spec("jaxmarl") else [])
+
+
 def parse(argv: Optional[list[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--scenarios", nargs="+", default=SCENARIOS)
+    parser.add_argument("--scenarios", nargs="+", default=default_scenarios(),
+                        help=f"VMAS scenarios, and {JAX!r} (where JaxMARL is installed)")
     parser.add_argument("--copies", nargs="+", type=int, default=COPIES)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=100, help="timed vector steps")
@@ -385,7 +479,8 @@ def parse(argv: Optional[list[str]]) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     parser.add_argument("--sync-max", type=int, default=256,
                         help="the most copies 'one env per copy' runs")
-    parser.add_argument("--contestants", nargs="+", choices=list(contestants()), metavar="NAME",
+    parser.add_argument("--contestants", nargs="+", metavar="NAME",
+                        choices=list(dict.fromkeys([*contestants(), *contestants(JAX)])),
                         help="only these (quoted names, as in the tables); all by default")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true",
@@ -407,7 +502,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     info = machine(args)
     print(", ".join(f"{k} {v}" for k, v in info.items() if k not in ("python", "platform")))
     print(f"{args.rounds} interleaved rounds; {args.steps} timed steps after {args.warm_up} "
-          f"untimed; {N_AGENTS} agents, Discrete actions, max_steps {MAX_STEPS}", flush=True)
+          f"untimed; {N_AGENTS} agents (JaxMARL's simple_spread: {JAX_AGENTS}), Discrete "
+          f"actions, max_steps {MAX_STEPS}", flush=True)
     results, errors = measure(args)
     for scenario in args.scenarios:
         print()

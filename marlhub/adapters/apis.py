@@ -9,7 +9,7 @@ reading the table imports no backend. A new foreign API is one folder under
 
 Example:
     >>> [api.name for api in APIS]
-    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl', 'vmas', 'remote']
+    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl', 'vmas', 'jaxmarl', 'remote']
     >>> sorted(TARGETS)
     ['gymnasium', 'marlhub', 'openspiel', 'pettingzoo.aec', 'pettingzoo.parallel', 'rllib', 'torchrl']
     >>> from marlhub.envs import RockPaperScissors
@@ -185,6 +185,16 @@ APIS: tuple[Api, ...] = (
         families=("marlhub.adapters.vmas.family:VmasFamily",),
         extra="vmas",
         backend="vmas",
+    ),
+    Api(
+        name="jaxmarl",
+        describes="a JaxMARL MultiAgentEnv (pure JAX functions)",
+        detect="is_jaxmarl_env",
+        into_hub="from_jaxmarl",
+        targets={},
+        families=("marlhub.adapters.jaxmarl.family:JaxMarlFamily",),
+        extra="jaxmarl",
+        backend="jaxmarl",
     ),
     Api(
         name="remote",

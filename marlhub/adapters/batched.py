@@ -17,6 +17,8 @@ one into a vector env with all three faces; the adapter of each simulator
   has it, already checked; each returns a :class:`SourceBatch` of every copy
   (after ``reset_rows`` only the reset rows are read);
 * ``seeding``: one sentence on what ``reset(seed=s)`` reproduces;
+* ``tolerance`` (optional, 0 by default): how far its floats may be from one
+  copy's, relatively or absolutely, where it compiles the batch apart (JAX);
 * ``close()``.
 
 Values are the simulator's own arrays or tensors; the vector env turns them
@@ -54,6 +56,10 @@ class SourceBatch:
             done before the episode ends; None when all agents end together.
         infos: group -> key -> ``(num_envs, n, ...)``: per-agent infos; None for none.
         action_mask: group -> ``(num_envs, n, size)``: legal actions; None for none.
+        acting: group -> ``(num_envs, n)`` bools: who acts next (the player whose turn it
+            is); None: every agent that is not done.
+        common_infos: infos of the whole copy (a dict of ``(num_envs, ...)`` arrays, any
+            nesting), under ``infos["__common__"]`` of the dict face; None for none.
     """
 
     obs: dict[str, Any]
@@ -64,6 +70,8 @@ class SourceBatch:
     agent_truncated: Optional[dict[str, Any]] = None
     infos: Optional[dict[str, dict[str, Any]]] = None
     action_mask: Optional[dict[str, Any]] = None
+    acting: Optional[dict[str, Any]] = None
+    common_infos: Optional[dict[str, Any]] = None
 
 
 @runtime_checkable

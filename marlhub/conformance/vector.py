@@ -208,6 +208,8 @@ class _Comparison:
         self.serial: list[Any] = []
         self.vector: Any = None
         self.vector = make_vector()
+        # A batched simulator compiled apart from one copy may round its floats otherwise.
+        self.tol = float(getattr(getattr(self.vector, "source", None), "tolerance", 0.0))
         self.serial = [fn() for fn in env_fns]
         self.samplers = [ActionSampler(seed + i) for i in range(self.n)]
         self.space_of = [action_space_getter(env) for env in self.serial]
@@ -286,7 +288,7 @@ class _Comparison:
                  fields: Sequence[str]) -> list[Finding]:
         for i in range(self.n):
             for k, field in enumerate(fields):
-                reason = why_different(got[k][i], want[i][k])
+                reason = why_different(got[k][i], want[i][k], tol=self.tol)
                 if reason is not None and field == "infos" and self.just_reset[i]:
                     if self.reset_infos is None:  # noted once; the comparison goes on
                         self.reset_infos = Finding(

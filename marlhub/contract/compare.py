@@ -30,7 +30,8 @@ from marlhub.contract.rules import EQUIV_RETURNS, EQUIV_TRAJECTORY
 __all__ = ["returns_findings", "trajectory_finding", "why_different"]
 
 
-def why_different(a: Any, b: Any, path: str = "", *, check_dtype: bool = True) -> Optional[str]:
+def why_different(a: Any, b: Any, path: str = "", *, check_dtype: bool = True,
+                  tol: float = 0.0) -> Optional[str]:
     """Return where and how ``a`` and ``b`` differ, or None when they are equal.
 
     Dicts compare by key set and key order, arrays by shape, dtype and values
@@ -41,6 +42,12 @@ def why_different(a: Any, b: Any, path: str = "", *, check_dtype: bool = True) -
         b: the second value.
         path: a prefix for the location in the message.
         check_dtype: whether arrays of equal values but different dtypes differ.
+        tol: floats closer than ``tol``, relatively or absolutely, are equal (0: exactly
+            equal only); for values computed by two compilations of the same code.
+
+    Example:
+        >>> why_different(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9]), tol=1e-6) is None
+        True
     """
     if isinstance(a, Mapping) or isinstance(b, Mapping):
         if not (isinstance(a, Mapping) and isinstance(b, Mapping)):
@@ -48,7 +55,7 @@ def why_different(a: Any, b: Any, path: str = "", *, check_dtype: bool = True) -
         if list(a.keys()) != list(b.keys()):
             return f"{path or 'keys'}: keys {list(a.keys())} vs {list(b.keys())}"
         for key in a:
-            reason = why_different(a[key], b[key], f"{path}[{key!r}]", check_dtype=check_dtype)
+            reason = why_different(a[key], b[key], f"{path}[{key!r}]", check_dtype=check_dtype, tol=tol)
             if reason:
                 return reason
         return None
@@ -61,6 +68,8 @@ def why_different(a: Any, b: Any, path: str = "", *, check_dtype: bool = True) -
             return f"{where}: dtypes {x.dtype} vs {y.dtype}"
         if x.dtype.kind in "fc" or y.dtype.kind in "fc":
             equal = (x == y) | (np.isnan(x) & np.isnan(y))
+            if tol:
+                equal = equal | np.isclose(x, y, rtol=tol, atol=tol)
         else:
             equal = x == y
         if not np.all(equal):
@@ -71,7 +80,7 @@ def why_different(a: Any, b: Any, path: str = "", *, check_dtype: bool = True) -
         if len(a) != len(b):
             return f"{path or 'sequence'}: lengths {len(a)} vs {len(b)}"
         for i, (x, y) in enumerate(zip(a, b)):
-            reason = why_different(x, y, f"{path}[{i}]", check_dtype=check_dtype)
+            reason = why_different(x, y, f"{path}[{i}]", check_dtype=check_dtype, tol=tol)
             if reason:
                 return reason
         return None
@@ -79,6 +88,9 @@ def why_different(a: Any, b: Any, path: str = "", *, check_dtype: bool = True) -
         equal = bool(a == b)
     except Exception:  # values whose == is ambiguous or raises
         equal = a is b
+    if not equal and tol and isinstance(a, (float, np.floating)) \
+            and isinstance(b, (float, np.floating)):
+        equal = bool(np.isclose(a, b, rtol=tol, atol=tol))
     if not equal and not (_is_nan(a) and _is_nan(b)):
         return f"{path or 'value'}: {_plain(a)!r} vs {_plain(b)!r}"
     return None

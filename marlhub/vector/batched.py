@@ -106,6 +106,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
         self._book = self._dicts.book
         self._ended = np.zeros(self.num_envs, np.bool_)
         self._final_flags = np.zeros((self.num_envs, 2), np.bool_)
+        self._chooses: dict[str, Any] = {}  # the source's acting (whose turn), per group
         self._done = {name: np.zeros((self.num_envs, len(a)), np.bool_)
                       for name, a in self.groups.items()}
         self._last: Optional[ArrayBatch] = None
@@ -208,10 +209,11 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
         self._final_flags[ended, 1] = batch.episode_truncated[ended]
         if mode == SAME_STEP and ended.any():
             final_obs, final_infos = deepcopy(batch.obs), batch.infos
+            seen = {name: batch.terminated[name] | batch.truncated[name] for name in self.groups}
             batch = self._with_rows_reset(batch, np.flatnonzero(ended))
             batch.final_obs = final_obs
             assert isinstance(batch.infos, LazyInfos)
-            batch.infos = LazyInfos(self, batch.infos.arrays, final=(final_infos, ended, final_obs))
+            batch.infos = batch.infos.with_final((final_infos, ended, final_obs, seen))
         else:
             self._ended = (before & (mode == DISABLED)) | ended
         self._finish(batch)
@@ -266,19 +268,24 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
             agent_truncated=None if out.agent_truncated is None
             else _tree(out.agent_truncated, _numpy),
             infos=None if out.infos is None else _tree(out.infos, convert),
-            action_mask=None if out.action_mask is None else _tree(out.action_mask, _numpy))
+            action_mask=None if out.action_mask is None else _tree(out.action_mask, _numpy),
+            acting=None if out.acting is None else _tree(out.acting, _numpy),
+            common_infos=None if not out.common_infos else _tree(out.common_infos, _numpy))
 
     def _fresh(self, out: SourceBatch) -> ArrayBatch:
         """The batch of a reset of every copy."""
+        self._chooses = dict(out.acting or {})
         zeros = {name: self._reward_zeros(len(agents)) for name, agents in self.groups.items()}
         flags = np.zeros(self.num_envs, np.bool_)
         return ArrayBatch(
             obs=out.obs, rewards=zeros, terminated=self._flag_arrays(), truncated=self._flag_arrays(),
-            episode_terminated=flags, episode_truncated=flags.copy(), acting={}, alive={},
-            action_mask=dict(out.action_mask or {}), infos=LazyInfos(self, out.infos or {}))
+            episode_terminated=flags, episode_truncated=flags.copy(), acting={},
+            alive={}, action_mask=dict(out.action_mask or {}),
+            infos=LazyInfos(self, out.infos or {}, common=out.common_infos))
 
     def _stepped(self, out: SourceBatch, before: np.ndarray) -> ArrayBatch:
         """The batch of a step, before any autoreset; ended copies' flags cleared."""
+        self._chooses = dict(out.acting or {})
         ep_t, ep_u = out.terminated, out.truncated
         ep_t[before] = False
         ep_u[before] = False
@@ -296,28 +303,29 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
                 value[before] = 0
         return ArrayBatch(
             obs=out.obs, rewards=dict(rewards), terminated=terminated, truncated=truncated,
-            episode_terminated=ep_t, episode_truncated=ep_u, acting={}, alive={},
-            action_mask=dict(out.action_mask or {}), infos=LazyInfos(self, out.infos or {}))
+            episode_terminated=ep_t, episode_truncated=ep_u, acting={},
+            alive={}, action_mask=dict(out.action_mask or {}),
+            infos=LazyInfos(self, out.infos or {}, common=out.common_infos))
 
     def _with_rows_reset(self, batch: ArrayBatch, rows: np.ndarray) -> ArrayBatch:
         """``batch`` with the copies of ``rows`` reset by the simulator (obs, infos, masks)."""
         out = self._host_batch(self.source.reset_rows(rows))
         obs = _tree(batch.obs, _copy)
         _put_rows(obs, out.obs, rows)
-        infos = _tree(batch.infos.arrays, _copy) if isinstance(batch.infos, LazyInfos) else {}
+        assert isinstance(batch.infos, LazyInfos)
+        infos = _tree(batch.infos.arrays, _copy)
         if out.infos:
             _put_rows(infos, {k: v for k, v in out.infos.items() if k in infos}, rows)
-        masks = dict(batch.action_mask)
-        for name, value in (out.action_mask or {}).items():
-            masks[name] = value if name not in masks else masks[name].copy()
-            masks[name][rows] = value[rows]
         for done in self._done.values():
             done[rows] = False
+        self._chooses = _rows_from(self._chooses, out.acting, rows)
         return ArrayBatch(
             obs=obs, rewards=batch.rewards, terminated=batch.terminated,
             truncated=batch.truncated, episode_terminated=batch.episode_terminated,
-            episode_truncated=batch.episode_truncated, acting={}, alive={}, action_mask=masks,
-            infos=LazyInfos(self, infos))
+            episode_truncated=batch.episode_truncated,
+            acting={}, alive={},
+            action_mask=_rows_from(batch.action_mask, out.action_mask, rows),
+            infos=batch.infos.with_rows_reset(infos, rows))
 
     def _reward_zeros(self, n: int) -> Any:
         if self.as_torch and self.source.device is not None:
@@ -339,11 +347,15 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
         for name in self.groups:
             alive = ~self._done[name] & ~self._ended[:, None]
             batch.alive[name] = alive
-            batch.acting[name] = alive.copy()
+            chooses = self._chooses.get(name)  # the source's: whose turn it is
+            batch.acting[name] = alive & np.asarray(chooses, bool) if chooses is not None \
+                else alive.copy()
             if name in batch.action_mask:
                 mask = np.asarray(batch.action_mask[name]).astype(np.int8)
                 mask[~alive] = 1
                 batch.action_mask[name] = mask
+        if isinstance(batch.infos, LazyInfos):
+            batch.infos.batch = batch  # the masks of acting agents go to their infos
         self._last = batch
         self._dicts.synced = False
 
@@ -394,6 +406,19 @@ def _put_rows(target: dict[str, Any], source: dict[str, Any], rows: np.ndarray) 
             _put_rows(target[key], value, rows)
         else:
             target[key][rows] = value[rows]
+
+
+def _rows_from(current: dict[str, Any], fresh: Optional[dict[str, Any]],
+               rows: np.ndarray) -> dict[str, Any]:
+    """``current`` per group, with ``rows`` taken from ``fresh`` (copied where changed)."""
+    merged = dict(current)
+    for name, value in (fresh or {}).items():
+        if name in merged:
+            merged[name] = np.array(merged[name], copy=True)
+            merged[name][rows] = value[rows]
+        else:
+            merged[name] = value
+    return merged
 
 
 def _agent_flags(flags: Optional[dict[str, Any]], name: str, shape: tuple[int, ...]) -> np.ndarray:

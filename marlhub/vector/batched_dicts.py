@@ -26,7 +26,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from marlhub.core import ALL, AgentID
+from marlhub.core import ALL, COMMON, AgentID
+from marlhub.spaces import ACTION_MASK_KEY
 from marlhub.vector.base import NEXT_STEP, SAME_STEP
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import same_step_infos
@@ -41,16 +42,39 @@ class LazyInfos(Sequence):
         env: the batched vector env (for its groups).
         arrays: group -> key -> ``(num_envs, n, ...)``.
         final: under ``same_step``, ``(infos of the ending step, which copies ended, final
-            obs arrays)``: those copies' infos also carry ``"final_obs"`` and
-            ``"final_info"`` under ``"__common__"``.
+            obs arrays, per group the slots that ended in it)``: those copies' infos also
+            carry ``"final_obs"`` (of those agents) and ``"final_info"`` under
+            ``"__common__"``.
+        common: infos of whole copies (``(num_envs, ...)`` arrays, any nesting), under
+            ``"__common__"``; ``common_rows`` says which copies have them.
+
+    Attributes:
+        batch: the :class:`~marlhub.vector.arrays.ArrayBatch` these infos belong to; its
+            action masks go to the infos of the agents that act.
     """
 
     def __init__(self, env: Any, arrays: Mapping[str, Mapping[str, Any]],
-                 final: Optional[tuple[Any, Any, Any]] = None) -> None:
+                 final: Optional[tuple[Any, Any, Any, Any]] = None, *, common: Any = None,
+                 common_rows: Any = None) -> None:
         self.groups = env.groups
         self.num_envs = env.num_envs
         self.arrays = dict(arrays)
         self.final = final
+        self.common = common
+        self.common_rows = np.ones(self.num_envs, bool) if common_rows is None else common_rows
+        self.batch: Any = None
+
+    def with_final(self, final: tuple[Any, Any, Any, Any]) -> "LazyInfos":
+        """The same infos, with ``same_step``'s final obs and infos (see the class)."""
+        return LazyInfos(self, self.arrays, final, common=self.common,
+                         common_rows=self.common_rows)
+
+    def with_rows_reset(self, arrays: Mapping[str, Mapping[str, Any]],
+                        rows: Any) -> "LazyInfos":
+        """The infos after the copies of ``rows`` were reset: ``arrays``, no common infos."""
+        common_rows = self.common_rows.copy()
+        common_rows[rows] = False
+        return LazyInfos(self, arrays, self.final, common=self.common, common_rows=common_rows)
 
     def __len__(self) -> int:
         return self.num_envs
@@ -63,18 +87,36 @@ class LazyInfos(Sequence):
         i = i % self.num_envs
         infos = self.agent_infos(i)
         if self.final is not None and self.final[1][i]:
-            final_infos, _, final_obs = self.final
-            infos = same_step_infos(obs_of_copy(self.groups, final_obs, i), final_infos[i], infos)
+            final_infos, _, final_obs, seen = self.final
+            agents = {a for name, members in self.groups.items() for j, a in enumerate(members)
+                      if seen[name][i, j]}
+            infos = same_step_infos(obs_of_copy(self.groups, final_obs, i, agents),
+                                    final_infos[i], infos)
         return infos
 
-    def agent_infos(self, i: int, agents: Optional[Any] = None) -> dict[AgentID, Any]:
-        """Copy ``i``'s infos of ``agents`` (every agent of a group with infos by default)."""
-        infos: dict[AgentID, Any] = {}
-        for name, keys in self.arrays.items():
-            for j, agent in enumerate(self.groups[name]):
-                if agents is None or agent in agents:
+    def agent_infos(self, i: int, agents: Optional[Any] = None) -> dict[Any, Any]:
+        """Copy ``i``'s infos of ``agents`` (every agent by default), masks and common infos."""
+        infos: dict[Any, Any] = {}
+        masks = self.batch.action_mask if self.batch is not None else {}
+        acting = self.batch.acting if self.batch is not None else {}
+        for name, members in self.groups.items():
+            keys = self.arrays.get(name)
+            for j, agent in enumerate(members):
+                if agents is not None and agent not in agents:
+                    continue
+                if keys is not None:
                     infos[agent] = {key: value[i, j, ...] for key, value in keys.items()}
+                if name in masks and acting[name][i, j]:
+                    infos.setdefault(agent, {})[ACTION_MASK_KEY] = masks[name][i, j]
+        if self.common is not None and self.common_rows[i]:
+            infos[COMMON] = _row(self.common, i)
         return infos
+
+
+def _row(tree: Any, i: int) -> Any:
+    if isinstance(tree, dict):
+        return {k: _row(v, i) for k, v in tree.items()}
+    return tree[i]
 
 
 def obs_of_copy(groups: Mapping[str, Sequence[AgentID]], obs: Mapping[str, Any], i: int,
@@ -117,9 +159,9 @@ class DictFace:
         book = self.book
         obs, infos = [], []
         for i in range(self.env.num_envs):
-            alive = self._alive(batch, i)
-            obs.append(obs_of_copy(self.env.groups, _host(batch.obs), i, alive))
-            infos.append(batch.infos.agent_infos(i, alive))
+            acting = self._acting(batch, i)
+            obs.append(obs_of_copy(self.env.groups, _host(batch.obs), i, acting))
+            infos.append(batch.infos.agent_infos(i, acting))
         book.record_reset(obs, infos)
         for row in np.flatnonzero(ended):
             book.ended[row], book.actors[row] = True, []
@@ -133,9 +175,9 @@ class DictFace:
         infos: list[Any] = []
         for i in range(env.num_envs):
             if mask is None or mask[i]:
-                alive = self._alive(batch, i)
-                obs.append(obs_of_copy(env.groups, _host(batch.obs), i, alive))
-                infos.append(batch.infos.agent_infos(i, alive))
+                acting = self._acting(batch, i)
+                obs.append(obs_of_copy(env.groups, _host(batch.obs), i, acting))
+                infos.append(batch.infos.agent_infos(i, acting))
             else:
                 ob, info = book.kept_by_masked_reset(i)
                 obs.append(ob)
@@ -151,7 +193,8 @@ class DictFace:
             self.sync(env._last, env._ended, env._final_flags)
         book.check_actions(actions)
         before = list(book.ended)
-        acted = [set(a) for a in book.actors]
+        last = env._last
+        live = [self._alive(last, i) for i in range(env.num_envs)]  # paid and flagged
         batch = env._step_checked(self._arrays(actions, before))
         obs_rows = _host(batch.obs)
         groups = env.groups
@@ -167,13 +210,17 @@ class DictFace:
                 overs.append(False)
                 continue
             reset_now = env.autoreset_mode == SAME_STEP and (ep_t[i] or ep_u[i])
-            present = self._alive(batch, i) if reset_now else acted[i]
             rewards: dict[Any, Any] = {}
             terminateds: dict[Any, Any] = {}
             truncateds: dict[Any, Any] = {}
+            present = self._acting(batch, i) if reset_now else set()  # who observes
             for name, members in groups.items():
                 for j, agent in enumerate(members):
-                    if agent in acted[i]:
+                    if not reset_now and agent in live[i] and (
+                            batch.acting[name][i, j] or term_rows[name][i][j]
+                            or trunc_rows[name][i][j]):
+                        present.add(agent)
+                    if agent in live[i]:
                         rewards[agent] = rewards_rows[name][i][j]
                         terminateds[agent] = term_rows[name][i][j]
                         truncateds[agent] = trunc_rows[name][i][j]
@@ -189,11 +236,15 @@ class DictFace:
     def _ended_copy(self, batch: Any, obs_rows: Any, i: int) -> tuple[Any, ...]:
         """What a copy whose episode ended in the last call returns now."""
         if self.env.autoreset_mode == NEXT_STEP:  # reset in this call
-            alive = self._alive(batch, i)
-            return (obs_of_copy(self.env.groups, obs_rows, i, alive), {}, {ALL: False},
-                    {ALL: False}, batch.infos.agent_infos(i, alive))
+            acting = self._acting(batch, i)
+            return (obs_of_copy(self.env.groups, obs_rows, i, acting), {}, {ALL: False},
+                    {ALL: False}, batch.infos.agent_infos(i, acting))
         terminated, truncated = self.book.final_flags[i]
         return {}, {}, {ALL: terminated}, {ALL: truncated}, {}
+
+    def _acting(self, batch: Any, i: int) -> set[AgentID]:
+        return {agent for name, members in self.env.groups.items()
+                for j, agent in enumerate(members) if batch.acting[name][i, j]}
 
     def _alive(self, batch: Any, i: int) -> set[AgentID]:
         return {agent for name, members in self.env.groups.items()
