@@ -21,8 +21,9 @@ class _Family:
     name = "broken"
     description = "VMAS's balance with a broken batch"
 
-    def __init__(self, source: type) -> None:
+    def __init__(self, source: type, known: bool = True) -> None:
         self.source = source
+        self.known = known
 
     def ids(self) -> Iterator[tuple[str, str]]:
         yield "broken/balance", self.description
@@ -35,7 +36,7 @@ class _Family:
     def known_faults(self, rest: str) -> dict[str, str]:
         from marlhub.adapters.vmas.family import VmasFamily
 
-        return VmasFamily().known_faults(rest)
+        return VmasFamily().known_faults(rest) if self.known else {}
 
     def batched_lockstep(self, rest: str, config: Any, envs: Any, **kwargs: Any) -> Any:
         from marlhub.adapters.vmas.family import VmasFamily
@@ -48,9 +49,9 @@ class _Family:
         return self.source(vmas.make_env(rest, num_envs=num_envs, **config))
 
 
-def _check(source: type) -> Any:
+def _check(source: type, known: bool = True) -> Any:
     registry = default_registry()
-    registry.register_family(_Family(source))
+    registry.register_family(_Family(source, known))
     try:
         return check_vector("broken/balance", 2, episodes=2, vectorization_modes=["batched"],
                             config=CONFIG)
@@ -68,6 +69,13 @@ def test_the_real_batch_passes() -> None:
     report = _check(_vmas_batch())
     assert report.ok, report.findings
     assert report.target == "broken/balance --vector 2" and report.steps > 0
+
+
+def test_reset_infos_of_the_last_step_are_found_where_not_known() -> None:
+    report = _check(_vmas_batch(), known=False)  # VMAS's stale reset infos, not marked known
+    assert not report.ok
+    assert report.rules_broken() == ["vector.reset_infos"], report.findings
+    assert "batched/next_step" in report.findings[0].message
 
 
 def test_rewards_paid_twice_are_found() -> None:

@@ -94,9 +94,9 @@ class JaxMarlHubEnv(MultiAgentEnv):
     """A JaxMARL env as a hub env (see the module and the JaxMARL guide).
 
     * **Agents**: JaxMARL's ``env.agents``, in its order; every agent that is not
-      done acts. In a turn-based game (Hanabi, :data:`~marlhub.adapters.jaxmarl.
-      functions.TURN_BASED`) only the agents whose legal moves leave them a choice
-      act: the player who waits has one legal move (a no-op) and gets no
+      done acts. In a turn-based game (Hanabi, one of
+      :data:`~marlhub.adapters.jaxmarl.functions.TURN_BASED`) only the agents whose
+      legal moves leave them a choice act: the player who waits has one legal move (a no-op) and gets no
       observation. JaxMARL needs an action from every agent: the adapter plays each
       waiting or done agent's first legal action (the action space's zero where
       there are no masks).

@@ -54,7 +54,8 @@ class JaxMarlBatch:
 
     seeding = SEEDING
     device = None
-    #: Floats agree with one copy's to this (relative or absolute): XLA compiles the batch apart.
+    #: How far the batch's floats may be from one copy's, relatively or absolutely, as XLA
+    #: compiles the batch apart from one copy.
     tolerance = BATCH_RTOL
 
     def __init__(self, env: Any, num_envs: int) -> None:

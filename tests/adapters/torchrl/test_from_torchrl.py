@@ -203,9 +203,17 @@ def test_bad_actions_are_refused_and_change_nothing() -> None:
     assert list(obs2) == [idle] and obs2[idle]["action_mask"].tolist() == [0, 1, 1, 1, 0, 1, 1, 1, 1]
 
 
-def test_batched_and_single_agent_envs_are_refused_clearly() -> None:
-    with pytest.raises(ConfigError, match=r"batched \(batch_size=\[3\]\).*marlhub.make_vec"):
-        from_torchrl(VmasEnv("balance", num_envs=3))
+def test_batched_envs_are_vector_envs_and_single_agent_envs_are_refused_clearly() -> None:
+    from torchrl.envs import SerialEnv
+
+    from marlhub.vector import BatchedVectorEnv
+
+    assert isinstance(from_torchrl(VmasEnv("balance", num_envs=3)), BatchedVectorEnv)
+    nested = SerialEnv(2, lambda: VmasEnv("balance", num_envs=2))  # batch_size [2, 2]
+    with pytest.raises(ConfigError, match=r"batch_size=\[2, 2\]; a vector env has one batch "
+                                          "dimension"):
+        from_torchrl(nested)
+    nested.close()
     with pytest.raises(ProtocolError, match="group_map"):
         from_torchrl(GymEnv("CartPole-v1"))
     with pytest.raises(ProtocolError, match="Expected a TorchRL multi-agent env"):
