@@ -34,14 +34,36 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol, runtime_checkable
 
 import gymnasium as gym
 
+from marlhub.adapters.torchrl.groups import default_group_map
 from marlhub.core import AgentID
 
-__all__ = ["BatchedSource", "SourceBatch"]
+__all__ = ["BatchedSource", "SourceBatch", "group_agents"]
+
+
+def group_agents(agents: Sequence[AgentID], observation_space: Callable[[AgentID], gym.Space],
+                 action_space: Callable[[AgentID], gym.Space]) -> dict[str, list[AgentID]]:
+    """Return the groups of the array face: group name -> agents that share both spaces.
+
+    One group ``"agents"`` when every agent has the same spaces (TorchRL's
+    ``ALL_IN_ONE_GROUP``); otherwise ``"car_0"``, ``"car_1"`` share ``"car"`` when
+    their spaces agree, and any other agent is a group of its own.
+
+    Example:
+        >>> box, coin = gym.spaces.Box(0, 1, (2,)), gym.spaces.Discrete(2)
+        >>> spaces = {"car_0": (box, coin), "car_1": (box, coin), "light": (coin, coin)}
+        >>> group_agents(list(spaces), lambda a: spaces[a][0], lambda a: spaces[a][1])
+        {'car': ['car_0', 'car_1'], 'light': ['light']}
+    """
+    def same(a: AgentID, b: AgentID) -> bool:
+        return observation_space(a) == observation_space(b) and action_space(a) == action_space(b)
+
+    return default_group_map(list(agents), same)
 
 
 @dataclass

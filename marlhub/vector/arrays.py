@@ -1,7 +1,7 @@
 """The array face of a vector env: per group of agents, arrays of ``(num_envs, num_agents, ...)``.
 
 A vector env's copies share ``possible_agents``; agents with the same
-observation and action spaces form a group (:func:`group_agents`: one group
+observation and action spaces form a group (:func:`~marlhub.adapters.batched.group_agents`: one group
 ``"agents"`` when all agents agree, else TorchRL's ``"<name>_<int>"`` rule),
 and each group's values are arrays with one row per copy and one column per
 agent of the group, in ``possible_agents`` order. One reset or step of every
@@ -16,9 +16,11 @@ zeros for slots without an observation in this call.
 Example:
     >>> import gymnasium as gym
     >>> box, coin = gym.spaces.Box(0, 1, (2,)), gym.spaces.Discrete(2)
-    >>> spaces = {"car_0": (box, coin), "car_1": (box, coin), "light": (coin, coin)}
-    >>> group_agents(list(spaces), lambda a: spaces[a][0], lambda a: spaces[a][1])
-    {'car': ['car_0', 'car_1'], 'light': ['light']}
+    >>> face = DictArrays(2, "next_step", {"car": ["car_0", "car_1"]}, lambda a: box,
+    ...                   lambda a: coin)
+    >>> batch = face.reset([{"car_0": np.ones(2)}, {}], [{}, {}], [["car_0"], []])
+    >>> batch.obs["car"].shape, batch.acting["car"].tolist()
+    ((2, 2, 2), [[True, False], [False, False]])
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array
 
-from marlhub.adapters.torchrl.groups import default_group_map
 from marlhub.core import ALL, AgentID
 from marlhub.episode.status import done_agents, episode_over, flag
 from marlhub.spaces import find_action_mask, zero_like
@@ -39,21 +40,7 @@ from marlhub.vector.base import DISABLED, NEXT_STEP, SAME_STEP
 from marlhub.vector.copies import FINAL_OBS
 from marlhub.vector.group_actions import GroupActions
 
-__all__ = ["ArrayBatch", "DictArrays", "group_agents", "reshape_rows"]
-
-
-def group_agents(agents: Sequence[AgentID], observation_space: Callable[[AgentID], gym.Space],
-                 action_space: Callable[[AgentID], gym.Space]) -> dict[str, list[AgentID]]:
-    """Return the groups of the array face: group name -> agents that share both spaces.
-
-    One group ``"agents"`` when every agent has the same spaces (TorchRL's
-    ``ALL_IN_ONE_GROUP``); otherwise ``"car_0"``, ``"car_1"`` share ``"car"`` when
-    their spaces agree, and any other agent is a group of its own.
-    """
-    def same(a: AgentID, b: AgentID) -> bool:
-        return observation_space(a) == observation_space(b) and action_space(a) == action_space(b)
-
-    return default_group_map(list(agents), same)
+__all__ = ["ArrayBatch", "DictArrays", "reshape_rows"]
 
 
 @dataclass

@@ -209,7 +209,7 @@ class VectorMultiAgentEnv(_WithoutRay):
     @property
     def groups(self) -> dict[str, list[AgentID]]:
         """The groups of the array face: group name -> agents that share both spaces."""
-        from marlhub.vector.arrays import group_agents
+        from marlhub.adapters.batched import group_agents
 
         observation, action = self.single_observation_spaces, self.single_action_spaces
         assert observation is not None and action is not None

@@ -31,10 +31,9 @@ from typing import Any, Optional
 import gymnasium as gym
 import numpy as np
 
-from marlhub.adapters.batched import SourceBatch
+from marlhub.adapters.batched import SourceBatch, group_agents
 from marlhub.adapters.jaxmarl.adapter import as_space, jaxmarl_spaces, steps_taken
 from marlhub.adapters.jaxmarl.functions import BATCH_RTOL, functions_for, is_turn_based
-from marlhub.adapters.torchrl.groups import default_group_map
 from marlhub.core import ALL, AgentID
 
 __all__ = ["JaxMarlBatch"]
@@ -67,10 +66,8 @@ class JaxMarlBatch:
         first = {a: np.asarray(v)[0] for a, v in first.items()}
         self.possible_agents: list[AgentID] = list(env.agents)
         self.observation_spaces, self.action_spaces = jaxmarl_spaces(env, first)
-        self.groups = default_group_map(
-            self.possible_agents, lambda a, b: (
-                self.observation_spaces[a] == self.observation_spaces[b]
-                and self.action_spaces[a] == self.action_spaces[b]))
+        self.groups = group_agents(self.possible_agents, self.observation_spaces.__getitem__,
+                                   self.action_spaces.__getitem__)
         self._turn_based = is_turn_based(env)
         self._masked = self._fns.has_masks and all(
             isinstance(s, gym.spaces.Discrete) for s in self.action_spaces.values())

@@ -40,8 +40,7 @@ from typing import Any, Optional
 
 import gymnasium as gym
 
-from marlhub.adapters.batched import SourceBatch
-from marlhub.adapters.torchrl.groups import default_group_map
+from marlhub.adapters.batched import SourceBatch, group_agents
 from marlhub.adapters.vmas.adapter import gymnasium_space
 from marlhub.adapters.vmas.random_stream import RandomStream
 from marlhub.core import AgentID
@@ -77,10 +76,8 @@ class VmasBatch:
                                    zip(self.possible_agents, _per_agent(env.observation_space))}
         self.action_spaces = {a: gymnasium_space(s) for a, s in
                               zip(self.possible_agents, _per_agent(env.action_space))}
-        self.groups = default_group_map(
-            self.possible_agents, lambda a, b: (
-                self.observation_spaces[a] == self.observation_spaces[b]
-                and self.action_spaces[a] == self.action_spaces[b]))
+        self.groups = group_agents(self.possible_agents, self.observation_spaces.__getitem__,
+                                   self.action_spaces.__getitem__)
         index = {agent: i for i, agent in enumerate(self.possible_agents)}
         self._rows = {name: [index[a] for a in agents] for name, agents in self.groups.items()}
         self._discrete = {name: isinstance(self.action_spaces[agents[0]], gym.spaces.Discrete)
