@@ -39,11 +39,26 @@ from dataclasses import dataclass
 from typing import Any, Optional, Protocol, runtime_checkable
 
 import gymnasium as gym
+import numpy as np
 
 from marlhub.adapters.torchrl.groups import default_group_map
 from marlhub.core import AgentID
 
-__all__ = ["BatchedSource", "SourceBatch", "group_agents"]
+__all__ = ["BatchedSource", "SourceBatch", "group_agents", "to_numpy"]
+
+
+def to_numpy(value: Any) -> Any:
+    """A source's values (torch tensors, JAX or numpy arrays, nested dicts of them) as numpy.
+
+    Example:
+        >>> to_numpy({"a": [1, 2]})["a"]
+        array([1, 2])
+    """
+    if isinstance(value, dict):
+        return {k: to_numpy(v) for k, v in value.items()}
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
 
 
 def group_agents(agents: Sequence[AgentID], observation_space: Callable[[AgentID], gym.Space],

@@ -41,7 +41,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from marlhub.adapters.batched import BatchedSource, SourceBatch
+from marlhub.adapters.batched import BatchedSource, SourceBatch, to_numpy
 from marlhub.episode.status import NOT_RESET, require_running
 from marlhub.errors import ProtocolError, VectorEnvError
 from marlhub.vector.arrays import ArrayBatch
@@ -258,19 +258,19 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
 
     def _host_batch(self, out: SourceBatch) -> SourceBatch:
         """The source's values as numpy arrays (or kept as torch tensors with ``as_torch``)."""
-        convert = _keep if self.as_torch else _numpy
+        convert = _keep if self.as_torch else to_numpy
         return SourceBatch(
-            obs=_tree(out.obs, convert), terminated=_numpy(out.terminated).astype(bool),
-            truncated=_numpy(out.truncated).astype(bool),
+            obs=_tree(out.obs, convert), terminated=to_numpy(out.terminated).astype(bool),
+            truncated=to_numpy(out.truncated).astype(bool),
             rewards=None if out.rewards is None else _tree(out.rewards, convert),
             agent_terminated=None if out.agent_terminated is None
-            else _tree(out.agent_terminated, _numpy),
+            else _tree(out.agent_terminated, to_numpy),
             agent_truncated=None if out.agent_truncated is None
-            else _tree(out.agent_truncated, _numpy),
+            else _tree(out.agent_truncated, to_numpy),
             infos=None if out.infos is None else _tree(out.infos, convert),
-            action_mask=None if out.action_mask is None else _tree(out.action_mask, _numpy),
-            acting=None if out.acting is None else _tree(out.acting, _numpy),
-            common_infos=None if not out.common_infos else _tree(out.common_infos, _numpy))
+            action_mask=None if out.action_mask is None else _tree(out.action_mask, to_numpy),
+            acting=None if out.acting is None else _tree(out.acting, to_numpy),
+            common_infos=None if not out.common_infos else _tree(out.common_infos, to_numpy))
 
     def _fresh(self, out: SourceBatch) -> ArrayBatch:
         """The batch of a reset of every copy."""
@@ -378,12 +378,6 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
         if self.closed:
             raise VectorEnvError(self.name(), "it was closed",
                                  "Make a new vector env; close() is final.")
-
-
-def _numpy(value: Any) -> Any:
-    if hasattr(value, "detach"):
-        return value.detach().cpu().numpy()
-    return np.asarray(value)
 
 
 def _keep(value: Any) -> Any:

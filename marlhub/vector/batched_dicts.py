@@ -26,6 +26,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from marlhub.adapters.batched import to_numpy
 from marlhub.core import ALL, COMMON, AgentID
 from marlhub.spaces import ACTION_MASK_KEY
 from marlhub.vector.base import NEXT_STEP, SAME_STEP
@@ -160,7 +161,7 @@ class DictFace:
         obs, infos = [], []
         for i in range(self.env.num_envs):
             acting = self._acting(batch, i)
-            obs.append(obs_of_copy(self.env.groups, _host(batch.obs), i, acting))
+            obs.append(obs_of_copy(self.env.groups, to_numpy(batch.obs), i, acting))
             infos.append(batch.infos.agent_infos(i, acting))
         book.record_reset(obs, infos)
         for row in np.flatnonzero(ended):
@@ -176,7 +177,7 @@ class DictFace:
         for i in range(env.num_envs):
             if mask is None or mask[i]:
                 acting = self._acting(batch, i)
-                obs.append(obs_of_copy(env.groups, _host(batch.obs), i, acting))
+                obs.append(obs_of_copy(env.groups, to_numpy(batch.obs), i, acting))
                 infos.append(batch.infos.agent_infos(i, acting))
             else:
                 ob, info = book.kept_by_masked_reset(i)
@@ -196,9 +197,9 @@ class DictFace:
         last = env._last
         live = [self._alive(last, i) for i in range(env.num_envs)]  # paid and flagged
         batch = env._step_checked(self._arrays(actions, before))
-        obs_rows = _host(batch.obs)
+        obs_rows = to_numpy(batch.obs)
         groups = env.groups
-        rewards_rows = {name: np.asarray(_host(v)).tolist() for name, v in batch.rewards.items()}
+        rewards_rows = {name: to_numpy(v).tolist() for name, v in batch.rewards.items()}
         term_rows = {name: v.tolist() for name, v in batch.terminated.items()}
         trunc_rows = {name: v.tolist() for name, v in batch.truncated.items()}
         ep_t, ep_u = batch.episode_terminated.tolist(), batch.episode_truncated.tolist()
@@ -270,12 +271,3 @@ class DictFace:
                             array[i, j] = action_dict[agent]
             arrays[name] = array
         return arrays
-
-
-def _host(value: Any) -> Any:
-    """Per-group values as numpy (the dict face is numpy even when the arrays are torch)."""
-    if isinstance(value, dict):
-        return {k: _host(v) for k, v in value.items()}
-    if hasattr(value, "detach"):
-        return value.detach().cpu().numpy()
-    return value

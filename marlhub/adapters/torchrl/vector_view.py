@@ -35,6 +35,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from marlhub.adapters.batched import to_numpy
 from marlhub.adapters.torchrl.layout import GroupSlot, Layout
 from marlhub.adapters.torchrl.rows import decode_rows, encode_rows
 from marlhub.core import AgentID
@@ -161,7 +162,7 @@ class VectorTorchRLEnvMixin:
                                                            .mask_size), bool) if mask is None
                                                   else np.asarray(mask).astype(bool))
             if rewards:
-                fields["reward"] = _tensor(np.asarray(_host(batch.rewards[name]), np.float32)
+                fields["reward"] = _tensor(np.asarray(to_numpy(batch.rewards[name]), np.float32)
                                            .reshape(num_envs, n, 1))
             out[name] = TensorDict(fields, batch_size=(num_envs, n), device=self.device)
             if group.action_masks:
@@ -196,13 +197,7 @@ def _observations(group: GroupSlot, obs: Any) -> Any:
         obs = obs["observation"]
     elif slot.strip == "rest":
         obs = {k: v for k, v in obs.items() if k != ACTION_MASK_KEY}
-    return encode_rows(slot.observation, _host(obs))
-
-
-def _host(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _host(v) for k, v in value.items()}
-    return value.detach().cpu().numpy() if hasattr(value, "detach") else value
+    return encode_rows(slot.observation, to_numpy(obs))
 
 
 def _tensor(array: Any) -> Any:
