@@ -38,6 +38,7 @@ import numpy as np
 from marlhub.adapters.batched import to_numpy
 from marlhub.adapters.torchrl.layout import GroupSlot, Layout
 from marlhub.adapters.torchrl.rows import decode_rows, encode_rows
+from marlhub.adapters.torchrl.view import mask_action_spec
 from marlhub.core import AgentID
 from marlhub.spaces import ACTION_MASK_KEY
 
@@ -166,7 +167,7 @@ class VectorTorchRLEnvMixin:
                                            .reshape(num_envs, n, 1))
             out[name] = TensorDict(fields, batch_size=(num_envs, n), device=self.device)
             if group.action_masks:
-                self._mask_action_spec(group, out[name].get(ACTION_MASK_KEY))
+                mask_action_spec(self, group, out[name].get(ACTION_MASK_KEY))
         root = TensorDict(out, batch_size=(num_envs,), device=self.device)
         terminated = np.asarray(batch.episode_terminated, bool).reshape(num_envs, 1)
         truncated = np.asarray(batch.episode_truncated, bool).reshape(num_envs, 1)
@@ -174,11 +175,6 @@ class VectorTorchRLEnvMixin:
         root.set("truncated", torch.from_numpy(truncated.copy()).to(self.device))
         root.set("done", torch.from_numpy(terminated | truncated).to(self.device))
         return root
-
-    def _mask_action_spec(self, group: GroupSlot, mask: Any) -> None:
-        spec = self.input_spec["full_action_spec", group.name, "action"]
-        if type(spec).__name__ in ("Categorical", "OneHot"):
-            spec.update_mask(mask.clone())
 
     def close(self, *, raise_if_closed: bool = True) -> None:
         """Close the vector env."""

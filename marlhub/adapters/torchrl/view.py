@@ -37,7 +37,8 @@ from marlhub.errors import ActionError
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, masks_are_binding
 from marlhub.wrappers.illegal import IllegalActionWrapper
 
-__all__ = ["DEFAULT_ILLEGAL_ACTION", "HubTorchRLEnvMixin", "hub_torchrl_env_class"]
+__all__ = ["DEFAULT_ILLEGAL_ACTION", "HubTorchRLEnvMixin", "hub_torchrl_env_class",
+           "mask_action_spec"]
 
 #: What a masked-out action does unless told otherwise: TorchRL's ``rand_step``,
 #: ``rollout`` and ``check_env_specs`` sample actions from the spec, so the hub's
@@ -172,7 +173,7 @@ class HubTorchRLEnvMixin:
                       for slot in group.agents]
             out[name] = _pack(fields, group.lazy, self.device)
             if group.action_masks and not group.lazy:
-                self._mask_action_spec(group, out[name].get(ACTION_MASK_KEY))
+                mask_action_spec(self, group, out[name].get(ACTION_MASK_KEY))
         root = TensorDict(out, batch_size=(), device=self.device)
         for key, value in zip(("terminated", "truncated", "done"), (*ends, any(ends))):
             root.set(key, _tensor(np.array([value])).to(self.device))
@@ -202,12 +203,6 @@ class HubTorchRLEnvMixin:
         fields["truncated"] = np.asarray([truncated])
         fields["done"] = np.asarray([terminated or truncated])
         return fields
-
-    def _mask_action_spec(self, group: GroupSlot, mask: Any) -> None:
-        """Let the group's action spec sample only legal actions (TorchRL's masked specs)."""
-        spec = self.input_spec["full_action_spec", group.name, "action"]
-        if type(spec).__name__ in ("Categorical", "OneHot"):
-            spec.update_mask(mask.clone())
 
     # -- tensordict -> hub ------------------------------------------------------------
 
@@ -241,6 +236,14 @@ class HubTorchRLEnvMixin:
     def __repr__(self) -> str:
         return f"HubTorchRLEnv(env={self.env!r}, group_map={self.group_map!r}, " \
                f"device={self.device})"
+
+
+def mask_action_spec(env: Any, group: GroupSlot, mask: Any) -> None:
+    """Let the group's action spec in ``env`` sample only legal actions (TorchRL's masked
+    specs): what a view of one env and a view of a vector env both do."""
+    spec = env.input_spec["full_action_spec", group.name, "action"]
+    if type(spec).__name__ in ("Categorical", "OneHot"):
+        spec.update_mask(mask.clone())
 
 
 def _publishes_info_masks(env: Any, driven: Any) -> bool:
