@@ -40,7 +40,7 @@ from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
 from marlhub.errors import ConfigError
 from marlhub.spaces import ACTION_MASK_KEY, zero_like
 
-__all__ = ["JaxMarlHubEnv", "as_space", "gymnasium_space", "jaxmarl_spaces", "steps_taken"]
+__all__ = ["JaxMarlHubEnv", "as_space", "gymnasium_space", "jaxmarl_spaces", "step_count"]
 
 
 def gymnasium_space(space: Any, sample: Any = None) -> gym.Space:
@@ -206,7 +206,8 @@ class JaxMarlHubEnv(MultiAgentEnv):
         obs, rewards, dones, infos = _numpy((obs, rewards, dones, infos))
         over = bool(dones[ALL])
         limit = getattr(self.jaxmarl_env, "max_steps", None)
-        truncated = over and limit is not None and int(steps_taken(self._state)) >= int(limit)
+        count = step_count(self._state)
+        truncated = over and limit is not None and count is not None and int(count) >= int(limit)
         terminateds = {a: (bool(dones[a]) or over) and not truncated for a in live}
         truncateds = {a: truncated for a in live}
         terminateds[ALL], truncateds[ALL] = over and not truncated, truncated
@@ -254,14 +255,15 @@ class JaxMarlHubEnv(MultiAgentEnv):
         return found
 
 
-def steps_taken(state: Any) -> Any:
-    """The episode's step count in a JaxMARL state (or in the state a wrapper holds), an array
-    of one per copy for a batch of states; -1 where the state counts no steps."""
+def step_count(state: Any) -> Any:
+    """The episode's step count in a JaxMARL state (or in the state a wrapper holds), one per
+    copy for a batch of states (traced inside a jitted function); None where the state counts
+    no steps."""
     while state is not None:
         if hasattr(state, "step"):
-            return np.asarray(state.step)
+            return state.step
         state = getattr(state, "state", None)
-    return np.asarray(-1)
+    return None
 
 
 def _numpy(tree: Any) -> Any:

@@ -17,8 +17,8 @@ true last one is ``env.step_env`` under the key JaxMARL's ``step`` gives it
 (``jax.random.split(k)[0]``). A reset without a seed goes on with the key
 where the last episode left it.
 
-:class:`JaxFunctions` holds these functions of one env, and for a batch of
-copies the same keys under ``jax.vmap`` in one jitted ``step_env`` (copy ``i``
+:class:`JaxFunctions` holds these functions of one env, jitted;
+:func:`key_functions` gives them unjitted, which a batch of copies vmaps (copy ``i``
 seeded ``seed + i`` walks its own key, so it is the hub env seeded ``seed + i``;
 XLA compiles the batch apart from one copy, so its floats agree with one
 copy's to rounding, :data:`BATCH_RTOL`, not bit for bit).
@@ -37,7 +37,7 @@ import weakref
 from typing import Any, Callable, Optional
 
 __all__ = ["BATCH_RTOL", "TURN_BASED", "JaxFunctions", "functions_for", "is_turn_based",
-           "mask_function"]
+           "key_functions", "mask_function"]
 
 #: JaxMARL's turn-based games: every agent sends an action each step, and those whose turn it
 #: is not have one legal action (a no-op). Classes by name, any in the env's MRO.
@@ -52,18 +52,16 @@ def is_turn_based(env: Any) -> bool:
 #: step apart, and its fusions round differently (SMAX: 1.3e-08 where one copy has 0.0).
 BATCH_RTOL = 1e-5
 
-#: The jitted functions of each env object, for one copy and for batches: a JaxMARL env is
-#: pure functions, so hub envs of the same env object share them (and XLA compiles once).
-_COMPILED: "weakref.WeakKeyDictionary[Any, dict[bool, JaxFunctions]]" = \
-    weakref.WeakKeyDictionary()
+#: The jitted functions of each env object for one copy: a JaxMARL env is pure functions, so
+#: hub envs of the same env object share them (and XLA compiles once).
+_COMPILED: "weakref.WeakKeyDictionary[Any, JaxFunctions]" = weakref.WeakKeyDictionary()
 
 
-def functions_for(env: Any, *, batched: bool = False) -> "JaxFunctions":
-    """Return :class:`JaxFunctions` of ``env``, made once per env object and ``batched``."""
-    cached = _COMPILED.setdefault(env, {})
-    if batched not in cached:
-        cached[batched] = JaxFunctions(env, batched=batched)
-    return cached[batched]
+def functions_for(env: Any) -> "JaxFunctions":
+    """Return :class:`JaxFunctions` of ``env``, made once per env object."""
+    if env not in _COMPILED:
+        _COMPILED[env] = JaxFunctions(env)
+    return _COMPILED[env]
 
 
 def mask_function(env: Any) -> Optional[Callable[[Any], Any]]:
@@ -83,55 +81,51 @@ def mask_function(env: Any) -> Optional[Callable[[Any], Any]]:
     return None
 
 
+def key_functions(env: Any) -> tuple[Callable[..., Any], Callable[..., Any],
+                                     Optional[Callable[..., Any]]]:
+    """One copy's ``reset(key)``, ``step_env(key, state, actions)`` and ``legal(state)``, not
+    jitted, walking the key as the module says (the batch vmaps them, one copy jits them).
+
+    ``reset`` returns ``(key, obs, state)``; ``step_env`` returns
+    ``(key, obs, state, rewards, dones, infos)`` with JaxMARL's ``step_env`` under the key
+    its own ``step`` gives it (no automatic reset); ``legal`` returns the env's legal-action
+    masks per agent, and is None where the env has none.
+    """
+    import jax
+
+    masks = mask_function(env)
+
+    def reset(key: Any) -> Any:
+        key, k = jax.random.split(key)
+        obs, state = env.reset(k)
+        return key, obs, state
+
+    def step_env(key: Any, state: Any, actions: Any) -> Any:
+        key, k = jax.random.split(key)
+        k_step, _ = jax.random.split(k)  # the key JaxMARL's own step gives step_env
+        obs, state, rewards, dones, infos = env.step_env(k_step, state, actions)
+        return key, obs, state, rewards, dones, infos
+
+    return reset, step_env, masks
+
+
 class JaxFunctions:
-    """One JaxMARL env's reset, step and legal actions, jitted (see the module).
+    """One JaxMARL env's reset, step and legal actions for one copy, jitted (see the module).
 
     Args:
         env: a JaxMARL ``MultiAgentEnv``.
-        batched: vmap every function over a leading copy dimension.
     """
 
-    def __init__(self, env: Any, *, batched: bool = False) -> None:
+    def __init__(self, env: Any) -> None:
         import jax
 
         self.env = env
-        masks = mask_function(env)
-        self.has_masks = masks is not None
-
-        def reset(key: Any) -> Any:
-            key, k = jax.random.split(key)
-            obs, state = env.reset(k)
-            return key, obs, state
-
-        def step_env(key: Any, state: Any, actions: Any) -> Any:
-            key, k = jax.random.split(key)
-            k_step, _ = jax.random.split(k)  # the key JaxMARL's own step gives step_env
-            obs, state, rewards, dones, infos = env.step_env(k_step, state, actions)
-            return key, obs, state, rewards, dones, infos
-
-        def legal(state: Any) -> Any:
-            return masks(state) if masks is not None else {}
-
-        self.legal = jax.jit(jax.vmap(legal) if batched else legal)
-        self.reset_where = None
-        if not batched:
-            self.reset = reset  # JaxMARL's own jitted env.reset, called as its examples do
-            self.step = self._own_step
-            self._final = jax.jit(step_env)
-            return
-        self.reset = jax.jit(jax.vmap(reset))
-        self.step = jax.jit(jax.vmap(step_env))
-
-        def reset_where(keys: Any, state: Any, obs: Any, rows: Any) -> Any:
-            new_keys, new_obs, new_state = jax.vmap(reset)(keys)
-
-            def pick(new: Any, old: Any) -> Any:
-                return jax.numpy.where(rows.reshape(rows.shape + (1,) * (new.ndim - 1)), new, old)
-
-            return (pick(new_keys, keys), jax.tree.map(pick, new_obs, obs),
-                    jax.tree.map(pick, new_state, state))
-
-        self.reset_where = jax.jit(reset_where)
+        reset, step_env, legal = key_functions(env)
+        self.has_masks = legal is not None
+        self.legal = jax.jit(legal if legal is not None else lambda state: {})
+        self.reset = reset  # JaxMARL's own jitted env.reset, called as its examples do
+        self.step = self._own_step
+        self._final = jax.jit(step_env)
 
     def _own_step(self, key: Any, state: Any, actions: Any) -> Any:
         """JaxMARL's own ``env.step``; at the end of an episode, the true last observations and
