@@ -19,6 +19,7 @@ from marlhub.core import (
     MultiAgentEnv,
     is_multi_agent_env,
 )
+from marlhub.episode.prechecked import actions_prechecked
 from marlhub.episode.status import actors
 from marlhub.errors import (
     ActionError,
@@ -81,6 +82,7 @@ __all__ = [
     "VectorEnvError",
     "WorkerError",
     "__version__",
+    "actions_prechecked",
     "actors",
     "convert",
     "is_multi_agent_env",

@@ -2,6 +2,8 @@
 the one seeded random-legal episode that check, run, probes and lockstep comparisons play.
 
 * :mod:`~marlhub.episode.actions`: :func:`check_action_dict` and its parts.
+* :mod:`~marlhub.episode.prechecked`: :func:`actions_prechecked`, where
+  actions checked once are not checked again.
 * :mod:`~marlhub.episode.status`: why ``step`` is refused, "over", "actors".
 * :mod:`~marlhub.episode.play`: :class:`RandomEpisode`.
 * :mod:`~marlhub.episode.lockstep`: the scaffold that steps an adapter and its
@@ -23,6 +25,7 @@ from marlhub.episode.actions import (
     check_keys,
 )
 from marlhub.episode.play import RandomEpisode, Step, episode_seed, random_actions
+from marlhub.episode.prechecked import actions_are_prechecked, actions_prechecked
 from marlhub.episode.status import (
     EPISODE_OVER,
     NOT_RESET,
@@ -38,6 +41,8 @@ __all__ = [
     "ActionChecker",
     "RandomEpisode",
     "Step",
+    "actions_are_prechecked",
+    "actions_prechecked",
     "actors_of",
     "check_action",
     "check_action_dict",

@@ -20,6 +20,8 @@ Discrete and Box spaces, for adapters on a hot loop, and
 of C code when the actors share one Discrete space and none has a mask (many
 agents, as in MAgent2's battles); :func:`action_masks` finds whether any
 actor has a mask, the same way.
+Inside :func:`~marlhub.episode.prechecked.actions_prechecked` every check
+here lets its input through unchanged.
 
 Example:
     >>> import gymnasium as gym, numpy as np
@@ -45,6 +47,7 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.core import AgentID
+from marlhub.episode.prechecked import _PRECHECKED
 from marlhub.errors import ActionError
 from marlhub.spaces import ACTION_MASK_KEY, raw_action_mask, why_illegal
 
@@ -98,10 +101,11 @@ def check_keys(
             that got no observation; None when the caller does not keep them, and the
             message names both possibilities.
     """
+    if _PRECHECKED.get():
+        return
     if not isinstance(action_dict, Mapping):
-        raise ActionError(
-            None, action_dict, expected=f"a dict mapping each actor of {list(actors)} to its action"
-        )
+        raise ActionError(None, action_dict,
+                          expected=f"a dict mapping each actor of {list(actors)} to its action")
     for agent, action in action_dict.items():
         if agent in actors:
             continue
@@ -116,10 +120,8 @@ def check_keys(
                 f"or truncateds[{agent!r}] True, and takes no more actions. {_ACTORS_HINT}"
             )
         elif finished is not None:
-            fix = (
-                f"{agent!r} did not receive an observation in the last step; send actions only "
-                "for the agents in the last observation dict."
-            )
+            fix = (f"{agent!r} did not receive an observation in the last step; send actions "
+                   "only for the agents in the last observation dict.")
         else:
             fix = (
                 f"{agent!r} either did not receive an observation in the last step, or is "
@@ -130,11 +132,9 @@ def check_keys(
     missing = [a for a in actors if a not in action_dict]
     if missing:
         raise ActionError(
-            missing[0],
-            dict(action_dict),
+            missing[0], dict(action_dict),
             expected=f"an action for every actor of the last observation dict {list(actors)}",
-            fix=f"Add an action for {', '.join(repr(a) for a in missing)}.",
-        )
+            fix=f"Add an action for {', '.join(repr(a) for a in missing)}.")
 
 
 def check_action(agent: AgentID, space: gym.Space, action: Any, mask: Any = None, *,
@@ -152,6 +152,8 @@ def check_action(agent: AgentID, space: gym.Space, action: Any, mask: Any = None
     Raises:
         ActionError: the action is outside the space or masked out.
     """
+    if _PRECHECKED.get():
+        return action
     legal_mask = None if mask is None else np.asarray(mask).astype(np.int8, copy=False)
     why = why_illegal(space, action, legal_mask)
     if why is not None:
@@ -208,8 +210,7 @@ class DiscreteCheck:
         (True, False, False)
     """
 
-    # Slots: the attribute reads on the hot path cost what a closure's cells do.
-    __slots__ = ("start", "n", "_legal")
+    __slots__ = ("start", "n", "_legal")  # attribute reads as quick as a closure's cells
 
     def __init__(self, start: int, n: int) -> None:
         self.start = start
@@ -466,6 +467,8 @@ class ActionChecker:
             >>> checker.check_dict("Env", {"b": 2, "a": 0}, actors=["a", "b"], possible_agents="ab")
             {'a': 0, 'b': 2}
         """
+        if _PRECHECKED.get():
+            return action_dict
         values: Collection[Any]
         if type(action_dict) is dict and list(action_dict) == actors:
             values = action_dict.values()  # keyed by exactly the actors, in order
