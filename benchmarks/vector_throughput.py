@@ -16,6 +16,13 @@ drifts of the machine's speed hit them alike:
 * ``async copy=False``: the same returning views of the shared block instead of
   observations to keep (valid until the next call, as Gymnasium's
   ``AsyncVectorEnv(copy=False)``);
+* ``async arrays``: the async env made with ``array_face=True``: its workers write each
+  group's arrays (observations, rewards, done flags, ``acting``, masks) into shared memory
+  and read the actions from it, one message per worker and call; the actions are drawn
+  for all slots at once with numpy, as an array learner does;
+* ``async recv/send``: the async env driven by ``recv()``/``send()`` with
+  ``batch_size = N // 2``: the learner answers whichever copies are ready first
+  (EnvPool's and PufferLib's way);
 * ``serial split``: the serial loop split over ``min(N, --workers)`` processes, each on
   its share of the copies, timed side by side (the sum of their rates): what the cores
   give with no vector env at all, the ceiling of any async vector env on the machine;
@@ -25,6 +32,15 @@ drifts of the machine's speed hit them alike:
   i.e. pistonball here);
 * ``rllib``: RLlib's own ``SyncVectorMultiAgentEnv`` over ``N`` copies made
   with ``marlhub.make(id, to="rllib")``.
+
+The envs: pistonball (a step costs milliseconds), Kuhn poker and tic-tac-toe (a few
+microseconds), and ``varied``, rock-paper-scissors whose step computes for 500 us in the
+first half of the copies and 50 us in the second (a step time that varies tenfold between
+copies; the async env's contiguous split puts the slow half on one worker), where
+``async recv/send`` is compared with ``async``, the synchronous call.
+
+PufferLib is not a contestant: its PyPI sdist downloads raylib while it builds, so it
+cannot be installed on a machine that reaches only package registries (ours).
 
 Every contestant picks the same kind of action for each actor (a random legal
 one from the mask when there is one, a random int of a Discrete space, else
@@ -73,7 +89,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import marlhub  # noqa: E402
+from marlhub.envs import RockPaperScissors  # noqa: E402
+from marlhub.registry.vector import env_fns_for  # noqa: E402
 from marlhub.spaces import raw_action_mask  # noqa: E402
+from marlhub.vector import AsyncVectorMultiAgentEnv, SyncVectorMultiAgentEnv  # noqa: E402
 from marlhub.vector.processes import split_copies  # noqa: E402
 
 
@@ -84,6 +103,28 @@ class EnvSpec(NamedTuple):
     config: Optional[dict[str, Any]]
     native: Optional[str] = None  # the PettingZoo id of the native parallel env
     supersuit: bool = False
+    # copy i's env_fn, for envs made here rather than by the registry
+    make: Optional[Callable[[int, int], Callable[[], Any]]] = None
+
+
+class VariedCost(RockPaperScissors):
+    """Rock-paper-scissors (10 moves) whose step also computes for ``cost`` seconds: the
+    first half of the copies 10 times as long as the second (``varied``)."""
+
+    def __init__(self, cost: float) -> None:
+        super().__init__({"num_moves": 10})
+        self.cost = cost
+
+    def step(self, action_dict: Any) -> Any:
+        until = time.perf_counter() + self.cost
+        while time.perf_counter() < until:
+            pass
+        return super().step(action_dict)
+
+
+def varied_cost(i: int, n: int) -> Callable[[], Any]:
+    """Copy ``i`` of ``n``: 500 us a step in the first half, 50 us in the second."""
+    return functools.partial(VariedCost, 500e-6 if i < n // 2 else 50e-6)
 
 
 ENVS = {
@@ -91,7 +132,17 @@ ENVS = {
                           native="butterfly/pistonball-v6", supersuit=True),
     "kuhn_poker": EnvSpec("openspiel/kuhn_poker", None),
     "tic_tac_toe": EnvSpec("tic_tac_toe", None),
+    "varied": EnvSpec("varied", None, make=varied_cost),
 }
+#: Envs measured unless --envs says otherwise (``varied`` is for --recv-send).
+DEFAULT_ENVS = ["pistonball", "kuhn_poker", "tic_tac_toe"]
+
+
+def env_fns(spec: EnvSpec, n: int) -> list[Callable[[], Any]]:
+    """The env_fns of ``n`` copies of ``spec``."""
+    if spec.make is not None:
+        return [spec.make(i, n) for i in range(n)]
+    return list(env_fns_for(spec.env_id, n, spec.config))
 COPIES = [1, 2, 4, 8]
 
 
@@ -151,7 +202,7 @@ def timed(seconds: float, step: Callable[[], int], warm_up: int = 20) -> float:
 def run_serial(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int, *,
                ready: Optional[Callable[[], Any]] = None) -> float:
     """``ready``: called once the envs are built and reset, before the timing."""
-    envs = [marlhub.make(spec.env_id, spec.config) for _ in range(n)]
+    envs = [fn() for fn in env_fns(spec, n)]
     policy = Policy(seed)
     space_of = [e.get_action_space for e in envs]
     state = [list(e.reset(seed=seed + i)) for i, e in enumerate(envs)]
@@ -241,12 +292,14 @@ def vector_stepper(venv: Any, seed: int) -> Callable[[], int]:
 
 
 def run_sync(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
-    with marlhub.make_vec(spec.env_id, n, spec.config) as venv:
+    """``make_vec(id, n)``: the sync vector env."""
+    with SyncVectorMultiAgentEnv(env_fns(spec, n), env_id=spec.env_id) as venv:
         return drive_vector(venv, seconds, seed)
 
 
 def run_sync_same_step(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
-    with marlhub.make_vec(spec.env_id, n, spec.config, autoreset_mode="same_step") as venv:
+    with SyncVectorMultiAgentEnv(env_fns(spec, n), autoreset_mode="same_step",
+                                 env_id=spec.env_id) as venv:
         return drive_vector(venv, seconds, seed)
 
 
@@ -254,9 +307,65 @@ def run_async(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int, *,
               copy: bool = True) -> float:
     """``copy=False``: observations are views of the shared block, valid until the next call
     (as with Gymnasium's ``AsyncVectorEnv(copy=False)``)."""
-    with marlhub.make_vec(spec.env_id, n, spec.config, vectorization_mode="async",
-                          num_workers=min(n, workers), copy=copy) as venv:
+    with AsyncVectorMultiAgentEnv(env_fns(spec, n), num_workers=min(n, workers), copy=copy,
+                                  env_id=spec.env_id) as venv:
         return drive_vector(venv, seconds, seed)
+
+
+def run_async_arrays(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+    """The async env with ``array_face=True``: the workers write each group's arrays into
+    shared memory; the actions are drawn for all slots at once (a random legal one from the
+    mask), as an array learner does; one agent-step per acting slot."""
+    with AsyncVectorMultiAgentEnv(env_fns(spec, n), num_workers=min(n, workers),
+                                  array_face=True, env_id=spec.env_id) as venv:
+        rng = np.random.default_rng(seed)
+        spaces = {name: venv.get_action_space(members[0])
+                  for name, members in venv.groups.items()}
+        batch = venv.reset_arrays(seed=seed)
+
+        def step() -> int:
+            nonlocal batch
+            actions = {}
+            for name, space in spaces.items():
+                mask = batch.action_mask.get(name)
+                if mask is not None:
+                    actions[name] = np.argmax(rng.random(mask.shape) * mask, axis=-1)
+                elif hasattr(space, "n"):
+                    actions[name] = int(space.start) + rng.integers(
+                        0, int(space.n), batch.acting[name].shape)
+                else:  # a Box
+                    shape = batch.acting[name].shape + space.shape
+                    actions[name] = rng.uniform(space.low, space.high, shape).astype(space.dtype)
+            done = sum(int(acting.sum()) for acting in batch.acting.values())
+            batch = venv.step_arrays(actions)
+            return done
+
+        return timed(seconds, step)
+
+
+def run_recv_send(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+    """The async env driven by ``recv()``/``send()`` with ``batch_size = n // 2``: the learner
+    answers whichever copies are ready first."""
+    with AsyncVectorMultiAgentEnv(env_fns(spec, n), num_workers=min(n, workers),
+                                  batch_size=max(1, n // 2), env_id=spec.env_id) as venv:
+        policy = Policy(seed)
+        space_of = [c.unwrapped.get_action_space for c in venv.envs]
+        venv.async_reset(seed=seed)
+
+        def step() -> int:
+            obs, _, terminateds, truncateds, infos, copy_ids = venv.recv()
+            acts = []
+            for k, i in enumerate(copy_ids.tolist()):
+                if terminateds[k]["__all__"] or truncateds[k]["__all__"]:
+                    acts.append({})  # next_step: the next send resets it
+                else:
+                    acts.append(policy.actions(next_actors(obs[k], terminateds[k],
+                                                           truncateds[k]),
+                                               obs[k], infos[k], space_of[i]))
+            venv.send(acts, copy_ids)
+            return sum(map(len, acts))
+
+        return timed(seconds, step)
 
 
 def rllib_runner() -> Optional[Callable[..., float]]:
@@ -350,9 +459,14 @@ def contestants_for(spec: EnvSpec) -> tuple[dict[str, Callable[..., float]], lis
     native = native_runner(spec)
     if native is not None:
         runners["native"] = native
+    if spec.make is not None:  # varied: the recv/send cycle against the synchronous call
+        return {"serial": run_serial, "sync": run_sync, "async": run_async,
+                "async recv/send": run_recv_send, "serial split": run_split}, []
     runners.update({"serial": run_serial, "sync": run_sync, "sync same_step": run_sync_same_step,
                     "async": run_async,
                     "async copy=False": functools.partial(run_async, copy=False),
+                    "async recv/send": run_recv_send,
+                    "async arrays": run_async_arrays,
                     "serial split": run_split})
     for name, factory in (("supersuit", lambda: supersuit_runner(spec)), ("rllib", rllib_runner)):
         runner = factory()
@@ -499,7 +613,8 @@ def write_json(path: str, args: argparse.Namespace, results: dict[tuple[str, int
 def main(argv: Optional[list[str]] = None) -> int:
     """Measure, print the tables, optionally write JSON; return 0."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
+    parser.add_argument("--envs", nargs="+", default=DEFAULT_ENVS + ["varied"],
+                        choices=list(ENVS))
     parser.add_argument("--copies", nargs="+", type=int, default=COPIES)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=1.0, help="per measurement")

@@ -132,6 +132,24 @@ def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int
             report.findings += found
             report.steps += steps
             report.episodes += finished
+            if num_envs < 2:
+                continue
+            batch = num_envs // 2
+
+            def make_cycle(vmode: str = vmode, amode: str = amode, batch: int = batch) -> Any:
+                if vmode == "sync":
+                    return SyncVectorMultiAgentEnv(env_fns, autoreset_mode=amode,
+                                                   batch_size=batch)
+                return AsyncVectorMultiAgentEnv(env_fns, autoreset_mode=amode,
+                                                num_workers=min(num_workers, num_envs),
+                                                timeout=timeout, batch_size=batch)
+
+            found, steps, finished = compare_copies(
+                make_cycle, env_fns, f"{vmode}/{amode} recv/send batch_size={batch}", amode,
+                seed, episodes, max_steps, recv_send=True)
+            report.findings += found
+            report.steps += steps
+            report.episodes += finished
     if "batched" in vectorization_modes and isinstance(target, str) \
             and is_registry_id(target) and batched_maker(target) is not None:
         found, steps, finished = check_batched(target, num_envs, seed=seed, episodes=episodes,
@@ -171,8 +189,11 @@ def check_vector_targets(targets: Sequence[str], num_envs: int, *, seed: int = 0
 
 def compare_copies(make_vector: Callable[[], Any], env_fns: Sequence[Callable[[], Any]],
                    mode: str, amode: str, seed: int, episodes: int,
-                   max_steps: int) -> tuple[list[Finding], int, int]:
+                   max_steps: int, recv_send: bool = False) -> tuple[list[Finding], int, int]:
     """Step ``make_vector()`` beside one separate env per copy, made by ``env_fns``.
+
+    ``recv_send``: drive the vector env with ``async_reset``, ``recv`` and ``send`` (each
+    copy answered as soon as ``recv`` hands it out) instead of ``reset`` and ``step``.
 
     Returns:
         ``(findings, vector steps, finished episodes)``; a vector env that cannot be
@@ -184,7 +205,7 @@ def compare_copies(make_vector: Callable[[], Any], env_fns: Sequence[Callable[[]
         return [Finding(ENV_RAISED, "error", f"{mode}: making the vector env and its separate "
                         f"twins raised {type(exc).__name__}: {exc}")], 0, 0
     try:
-        found = comparison.play(episodes, max_steps)
+        found = (comparison.play_ready if recv_send else comparison.play)(episodes, max_steps)
     finally:
         comparison.close()
     return found, comparison.steps, sum(comparison.finished)
@@ -238,6 +259,81 @@ class _Comparison:
             if not found and self.amode == DISABLED and 2 * sum(self.ended) >= self.n:
                 found, current = self._reset_ended(current)
         return found + ([self.reset_infos] if self.reset_infos is not None else [])
+
+    def play_ready(self, episodes: int, max_steps: int) -> list[Finding]:
+        """:meth:`play` through ``async_reset``, ``recv`` and ``send``: every copy ``recv``
+        returns must be its separate env's; under ``disabled`` the ended copies are restarted
+        by ``async_reset`` with a ``reset_mask`` once half of them have ended."""
+        where = "async_reset"
+        try:
+            self.vector.async_reset(seed=self.seed)
+        except Exception as exc:
+            return [self._raised("the vector env", where, exc)]
+        want: dict[int, tuple[Any, ...]] = {}
+        try:
+            for i in range(self.n):
+                obs, infos = self.serial[i].reset(seed=self.seed + i, options=None)
+                want[i] = (obs, {}, {ALL: False}, {ALL: False}, infos)
+        except Exception as exc:
+            return [self._raised("a separately made env", "reset", exc)]
+        parked: set[int] = set()
+        while self.steps < max_steps and min(self.finished) < episodes:
+            try:
+                got = self.vector.recv()
+            except Exception as exc:
+                return [self._raised("the vector env", f"recv {self.steps + 1}", exc)]
+            self.steps += 1
+            rows = [int(i) for i in got.copy_ids]
+            found = self._compare_rows(f"recv {self.steps}", got, rows, want)
+            if found:
+                return found + ([self.reset_infos] if self.reset_infos is not None else [])
+            sent, actions = [], []
+            for i in rows:
+                obs, infos, actors = want[i][0], want[i][4], self._actors_after(want[i])
+                if self.amode == DISABLED and self.ended[i]:
+                    parked.add(i)
+                    continue
+                action = {} if self.ended[i] else random_actions(
+                    actors, obs, infos, self.space_of[i], self.samplers[i])
+                sent.append(i)
+                actions.append(action)
+                want[i] = self._expected_step(i, action)
+            if parked and 2 * len(parked) >= self.n or len(parked) == self.n:
+                mask = np.zeros(self.n, dtype=bool)
+                mask[sorted(parked)] = True
+                where = f"async_reset with reset_mask after recv {self.steps}"
+                try:
+                    self.vector.async_reset(options={"reset_mask": mask})
+                except Exception as exc:
+                    return [self._raised("the vector env", where, exc)]
+                for i in parked:
+                    self.ended[i] = False
+                    obs, infos = self.serial[i].reset(seed=None, options=None)
+                    want[i] = (obs, {}, {ALL: False}, {ALL: False}, infos)
+                parked = set()
+            try:
+                self.vector.send(actions, np.asarray(sent, dtype=np.int64))
+            except Exception as exc:
+                return [self._raised("the vector env", f"send {self.steps}", exc)]
+        return [self.reset_infos] if self.reset_infos is not None else []
+
+    def _compare_rows(self, where: str, got: Sequence[Any], rows: Sequence[int],
+                      want: Mapping[int, tuple[Any, ...]]) -> list[Finding]:
+        """:meth:`_compare` of the copies ``rows`` (``got`` holds them in that order)."""
+        for k, i in enumerate(rows):
+            for f, field in enumerate(_FIELDS):
+                reason = why_different(got[f][k], want[i][f], tol=self.tol)
+                if reason is not None:
+                    return [self._differs(i, field, where, reason)]
+        return []
+
+    def _differs(self, i: int, field: str, where: str, reason: str) -> Finding:
+        return Finding(
+            VECTOR_EQUIV, "error",
+            f"{self.mode}: copy {i}'s {field} at {where} differ from those of a separately "
+            f"made env seeded {self.seed} + {i} given the same actions ({reason}; vector vs "
+            "separate). Each copy must behave as its own env under the autoreset mode's rule.",
+            step=self.steps)
 
     def _expected_step(self, i: int, action: Any) -> tuple[Any, ...]:
         env = self.serial[i]
@@ -298,12 +394,7 @@ class _Comparison:
                             f"({reason}; vector vs separate).", step=self.steps)
                     continue
                 if reason is not None:
-                    return [Finding(
-                        VECTOR_EQUIV, "error",
-                        f"{self.mode}: copy {i}'s {field} at {where} differ from those of a "
-                        f"separately made env seeded {self.seed} + {i} given the same actions "
-                        f"({reason}; vector vs separate). Each copy must behave as its own env "
-                        "under the autoreset mode's rule.", step=self.steps)]
+                    return [self._differs(i, field, where, reason)]
         return []
 
     def _raised(self, who: str, where: str, exc: Exception) -> Finding:

@@ -124,8 +124,9 @@ def make_vec(
         autoreset_mode: ``"next_step"`` (RLlib's and Gymnasium's default), ``"same_step"``
             or ``"disabled"``; see :mod:`marlhub.vector.copies`.
         vector_kwargs: options of the vector env class: ``num_workers``,
-            ``shared_memory``, ``copy``, ``context``, ``daemon``, ``timeout`` (async);
-            ``copy`` (sync); ``as_torch``, ``check_masks`` (batched).
+            ``shared_memory``, ``copy``, ``context``, ``daemon``, ``timeout``,
+            ``array_face`` (async); ``copy`` (sync); ``batch_size`` (sync, async: how many
+            copies ``recv()`` returns); ``as_torch``, ``check_masks`` (batched).
 
     Raises:
         UnknownEnvError: ``env_id`` is not registered (with close matches).

@@ -39,6 +39,7 @@ from marlhub.spaces import find_action_mask, zero_like
 from marlhub.vector.base import DISABLED, NEXT_STEP, SAME_STEP
 from marlhub.vector.copies import FINAL_OBS
 from marlhub.vector.group_actions import GroupActions
+from marlhub.vector.shared import obs_leaves
 
 __all__ = ["ArrayBatch", "DictArrays", "reshape_rows"]
 
@@ -118,6 +119,9 @@ class DictArrays:
         self.slot = {agent: (name, j) for name, agents in self.groups.items()
                      for j, agent in enumerate(agents)}
         self.blank = {name: zero_like(space) for name, space in self.spaces.items()}
+        # Groups whose observations are fixed-size arrays are written slot by slot into
+        # zeroed arrays; the others go through gymnasium's concatenate.
+        self.leaves = {name: obs_leaves(space) for name, space in self.spaces.items()}
         self.mask_size: dict[str, int] = {}
         self.checker = GroupActions(env_name, num_envs, self.groups,
                                     {a: action_space(a) for a in self.slot})
@@ -207,10 +211,36 @@ class DictArrays:
             _set_row(final[name], i, row)
 
     def _obs_rows(self, obs: Sequence[Mapping[Any, Any]], name: str) -> Any:
+        leaves = self.leaves[name]
+        if leaves is not None:
+            return self._written_rows(obs, name, leaves)
         agents, blank, space = self.groups[name], self.blank[name], self.spaces[name]
         items = [ob.get(agent, blank) for ob in obs for agent in agents]
         out: Any = create_empty_array(space, n=len(items), fn=np.zeros)
         return reshape_rows(concatenate(space, items, out), (len(obs), len(agents)))
+
+    def _written_rows(self, obs: Sequence[Mapping[Any, Any]], name: str,
+                      leaves: list[Any]) -> Any:
+        """:meth:`_obs_rows` of an array space: zeros, then each slot's observation written."""
+        lead = (len(obs), len(self.groups[name]))
+        slot = self.slot
+        if leaves[0][0] is None:  # one array
+            _, shape, dtype = leaves[0]
+            out = np.zeros(lead + shape, dtype)
+            for i, ob in enumerate(obs):
+                for agent, value in ob.items():
+                    group, j = slot[agent]
+                    if group == name:
+                        out[i, j] = value
+            return out
+        arrays = {key: np.zeros(lead + shape, dtype) for key, shape, dtype in leaves}
+        for i, ob in enumerate(obs):
+            for agent, value in ob.items():
+                group, j = slot[agent]
+                if group == name:
+                    for key, array in arrays.items():
+                        array[i, j] = value[key]
+        return arrays
 
     def _batch(self, obs: Sequence[Any], infos: Sequence[Any], actors: Sequence[Sequence[AgentID]],
                rewards: dict[str, np.ndarray], terminated: dict[str, np.ndarray],

@@ -13,14 +13,19 @@ Example:
 from __future__ import annotations
 
 import multiprocessing
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 import gymnasium as gym
+import numpy as np
 
+from marlhub.adapters.batched import group_agents
 from marlhub.core import AgentID
 from marlhub.errors import VectorEnvError, WorkerError
+from marlhub.vector.async_cycle import WorkerCycle
 from marlhub.vector.base import (
+    SAME_STEP,
     VectorMultiAgentEnv,
     adopt_ray_base,
     parse_autoreset_mode,
@@ -30,8 +35,11 @@ from marlhub.vector.base import (
 )
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import build_copy, check_env_fns, describe_env
+from marlhub.vector.group_actions import GroupActions
 from marlhub.vector.processes import CLOSE_SECONDS, WorkerPool, default_num_workers
+from marlhub.vector.ready import ReadyCopies
 from marlhub.vector.shared import LENT_BLOCKS, ObsLayout, SharedObs
+from marlhub.vector.slot_memory import SlotArrays, SlotLayout, slot_spaces_unsupported
 
 __all__ = ["AsyncVectorMultiAgentEnv", "RemoteCopy"]
 
@@ -74,7 +82,7 @@ class RemoteCopy:
         return f"<RemoteCopy {self.index} in worker {self.worker} agents={self.possible_agents!r}>"
 
 
-class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
+class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
     """``num_envs`` copies of a hub env in ``num_workers`` worker processes.
 
     The same calls and results as :class:`~marlhub.vector.SyncVectorMultiAgentEnv`
@@ -112,16 +120,24 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         env_id: the registry id of the copies, for messages and ``repr``.
         check_masks: refuse masked-out actions before anything is sent (the default); see
             :class:`~marlhub.vector.SyncVectorMultiAgentEnv`.
+        batch_size: how many copies :meth:`recv` returns (None: all of them).
+        array_face: the workers fill the array face (:meth:`reset_arrays`,
+            :meth:`step_arrays`, and ``AgentSlotVectorEnv`` over this env) straight into
+            shared memory, one message per worker and call, no per-copy Python in this
+            process (:mod:`marlhub.vector.slot_memory`); the observations must have a fixed
+            size. Then use one face per episode: a ``reset`` or ``reset_arrays`` starts it.
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], Any]], *, num_workers: Optional[int] = None,
                  shared_memory: bool = True, copy: bool = True, context: Optional[str] = None,
                  daemon: bool = True, autoreset_mode: Any = "next_step",
                  timeout: Optional[float] = None, env_id: Optional[str] = None,
-                 check_masks: bool = True) -> None:
+                 check_masks: bool = True, batch_size: Optional[int] = None,
+                 array_face: bool = False) -> None:
         self.closed = True  # until built: a failed constructor leaves nothing to close
         adopt_ray_base()
         self.env_fns = check_env_fns(env_fns, type(self).__name__)
+        self._cycle = ReadyCopies(type(self).__name__, len(self.env_fns), batch_size)
         self.num_envs = len(self.env_fns)
         self.env_id = env_id
         self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
@@ -133,9 +149,20 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         self._failure: Optional[str] = None
         self._mask: Any = None
         ctx = multiprocessing.get_context(context)
-        layout, buffers = self._shared_blocks(ctx) if shared_memory else (None, None)
+        probe = _describe_first(self.env_fns) if shared_memory or array_face else None
+        layout, buffers = self._shared_blocks(ctx, probe) if shared_memory else (None, None)
+        self._slots = self._slot_block(ctx, probe) if array_face else None
+        self.array_face = array_face
+        self._face_in_use: Optional[str] = None  # "dicts" or "arrays", set by the resets
+        self._masked: set[str] = set()  # groups of the array face that have shown a mask
+        self._acting: dict[str, Any] = {}
         self._pool = WorkerPool(self.env_fns, self.num_workers, ctx, buffers, layout,
-                                self.autoreset_mode, daemon)
+                                self.autoreset_mode, daemon,
+                                (self._slots.layout, self._slot_buffer) if self._slots else None)
+        # send()/async_reset() requests each worker has yet to answer, oldest first:
+        # (what, copies, shared block)
+        self._requests: list[deque[tuple[str, list[int], int]]] = [
+            deque() for _ in range(self.num_workers)]
         try:
             descriptions = self._ready()
         except BaseException:
@@ -149,20 +176,36 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
                               [c.possible_agents for c in self.envs],
                               [c.get_action_space for c in self.envs],
                               [check_masks and c.masks_binding for c in self.envs])
+        if self._slots is not None:
+            assert self.single_action_spaces is not None
+            self._group_actions = GroupActions(self.name(), self.num_envs,
+                                               self._slots.layout.groups,
+                                               self.single_action_spaces)
         self.closed = False
 
-    def _shared_blocks(self, ctx: Any) -> tuple[Optional[ObsLayout], Optional[list[Any]]]:
-        """Lay out the shared blocks from the first copy's observation spaces (made here once)."""
-        probe = build_copy(self.env_fns[0], 0)
-        try:
-            spaces = describe_env(probe)["observation_spaces"]
-        finally:
-            probe.close()
-        layout = ObsLayout(spaces, self.num_envs)
+    def _shared_blocks(self, ctx: Any, probe: Any) -> tuple[Optional[ObsLayout],
+                                                            Optional[list[Any]]]:
+        """Lay out the shared blocks from the first copy's observation spaces."""
+        layout = ObsLayout(probe["observation_spaces"], self.num_envs)
         if not layout.agents:
             return None, None
         count = 1 + (LENT_BLOCKS if self.copy else 0)
         return layout, [ctx.RawArray("B", layout.nbytes) for _ in range(count)]
+
+    def _slot_block(self, ctx: Any, probe: Any) -> SlotArrays:
+        """Lay out the shared array face from the first copy's spaces; raise when they do not
+        fit it."""
+        agents = list(probe["possible_agents"])
+        obs, act = probe["observation_spaces"], probe["action_spaces"]
+        groups = group_agents(agents, obs.__getitem__, act.__getitem__)
+        why = slot_spaces_unsupported(groups, obs.__getitem__, act.__getitem__)
+        if why is not None:
+            raise VectorEnvError(self.name(), f"array_face=True needs fixed-size arrays, but {why}",
+                                 "Leave array_face out: the array face is then built from the "
+                                 "copies' dicts in this process.")
+        layout = SlotLayout(self.num_envs, groups, obs.__getitem__, act.__getitem__)
+        self._slot_buffer = ctx.RawArray("B", layout.nbytes)
+        return SlotArrays(layout, self._slot_buffer)
 
     def _ready(self) -> list[list[dict[str, Any]]]:
         replies = self._pool.receive("start-up (building the envs)", self.timeout)
@@ -187,6 +230,8 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
     def reset_async(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
         """Send the reset to the workers; :meth:`reset_wait` returns its results."""
         self._check_idle()
+        self._cycle.check_idle("reset()")
+        self._face_in_use = "dicts"
         seeds = seeds_for(self.name(), seed, self.num_envs)
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
         self._mask = mask
@@ -211,6 +256,8 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
             obs.append(ob)
             infos.append(info)
         self._book.record_reset(obs, infos, self._mask)
+        self._cycle.held(range(self.num_envs) if self._mask is None
+                         else np.flatnonzero(self._mask).tolist())
         return obs, infos
 
     # -- step -------------------------------------------------------------------------
@@ -230,9 +277,14 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
     def step_async(self, actions: Sequence[Any]) -> None:
         """Check the action list and send it to the workers; :meth:`step_wait` returns the results."""
         self._check_idle()
-        self._book.check_actions(actions)
+        self._cycle.check_idle("step()")
+        if self._face_in_use == "arrays":
+            raise VectorEnvError(self.name(), "step() was called, but the array face holds the "
+                                 "episode (one face per episode)",
+                                 "Call step_arrays(), or reset() to start an episode of dicts.")
+        actions = self._book.check_actions(actions)
         block = self._block = self._shared.next_block() if self._shared is not None else 0
-        self._pool.send([("step", (block, list(actions[r.start:r.stop])))
+        self._pool.send([("step", (block, list(actions[r.start:r.stop]), None))
                          for r in self._pool.ranges])
         self._pending = "step"
 
@@ -250,6 +302,73 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         obs_list, rewards_list, terminateds_list, truncateds_list, infos_list = (
             list(column) for column in zip(*results))
         return obs_list, rewards_list, terminateds_list, truncateds_list, infos_list
+
+    # -- the array face in shared memory (array_face=True) ------------------------------
+
+    def reset_arrays(self, *, seed: Any = None, options: Optional[dict[str, Any]] = None) -> Any:
+        """Reset as :meth:`reset` does; return the :class:`~marlhub.vector.arrays.ArrayBatch`.
+
+        With ``array_face=True`` the workers write it into shared memory (copies of its
+        arrays come back, or with ``copy=False`` views valid until the next call); else it
+        is built from the copies' dicts here.
+        """
+        if self._slots is None:
+            return super().reset_arrays(seed=seed, options=options)
+        self._check_idle()
+        self._cycle.check_idle("reset_arrays()")
+        seeds = seeds_for(self.name(), seed, self.num_envs)
+        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
+        if mask is not None and self._face_in_use != "arrays":
+            raise VectorEnvError(self.name(), "reset_arrays() got a reset_mask, but the array "
+                                 "face holds no episode", "reset_arrays() every copy first.")
+        self._pool.send([("reset_arrays", [(seeds[i], rest) if mask is None or mask[i] else None
+                                           for i in r]) for r in self._pool.ranges])
+        self._face_in_use = "arrays"
+        if mask is None:
+            self._masked = set()
+        return self._array_batch("reset_arrays()")
+
+    def step_arrays(self, actions: Any) -> Any:
+        """Step with one action array per group (``(num_envs, n, ...)``; slots that do not act
+        are ignored); return the :class:`~marlhub.vector.arrays.ArrayBatch`.
+
+        With ``array_face=True`` the actions are checked here, all at once, before any copy
+        moves, and go to the workers through shared memory.
+
+        Raises:
+            VectorEnvError: a missing group, an array of the wrong shape or dtype, or (with
+                ``array_face=True``) no ``reset_arrays`` since the last ``reset``.
+            ActionError: an acting slot's action outside its space or mask.
+        """
+        if self._slots is None:
+            return super().step_arrays(actions)
+        self._check_idle()
+        self._cycle.check_idle("step_arrays()")
+        if self._face_in_use != "arrays":
+            raise VectorEnvError(self.name(), "step_arrays() was called, but the array face "
+                                 "holds no episode (one face per episode)",
+                                 "Call reset_arrays() first.")
+        binding = self._book.masks_binding[0]
+        slots, checker = self._slots, self._group_actions
+        masks = {name: slots.masks[name] for name in self._masked} if binding else {}
+        checked = checker.check(actions, self._acting, masks)
+        for name, value in checked.items():
+            slots.actions[name][...] = checker.host(name, value)
+        self._pool.send([("step_arrays", None)] * self.num_workers)
+        return self._array_batch("step_arrays()")
+
+    def _array_batch(self, call: str) -> Any:
+        """Collect the workers' answers to ``call``; return the block's ArrayBatch."""
+        self._pending = call
+        infos: list[Any] = []
+        for worker_infos, masked in self._collect_workers(call):
+            infos += worker_infos
+            self._masked.update(masked)
+        slots = self._slots
+        assert slots is not None
+        self._acting = {name: acting.copy() for name, acting in slots.flags["acting"].items()}
+        return slots.batch(infos, sorted(self._masked), self.copy,
+                           self.autoreset_mode == SAME_STEP)
 
     # -- other calls ------------------------------------------------------------------
 
@@ -273,6 +392,10 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
 
     def _collect(self, call: str, timeout: Optional[float]) -> list[Any]:
         """Wait for every worker's answer to ``call``; return one result per copy, in order."""
+        return [result for payload in self._collect_workers(call, timeout) for result in payload]
+
+    def _collect_workers(self, call: str, timeout: Optional[float] = None) -> list[Any]:
+        """Wait for every worker's answer to ``call``; return each worker's payload."""
         if self.closed:
             self._check_idle()
         if self._pending != call:
@@ -293,7 +416,7 @@ class AsyncVectorMultiAgentEnv(VectorMultiAgentEnv):
             self._book.broken = (f"copy {error.copy_index} raised {error.exception_type} in the "
                                  f"last {call}, so the copies are out of step")
             raise error
-        return [result for _, payload in replies for result in payload]
+        return [payload for _, payload in replies]
 
     def _check_idle(self) -> None:
         if self.closed:
@@ -337,3 +460,12 @@ def _numbered(ranges: list[range], descriptions: list[list[dict[str, Any]]]) -> 
         tuple[int, dict[str, Any], int]]:
     return [(w, d, r.start + k) for w, r in enumerate(ranges)
             for k, d in enumerate(descriptions[w])]
+
+
+def _describe_first(env_fns: Sequence[Callable[[], Any]]) -> dict[str, Any]:
+    """The first copy's description, from a copy made here once (for the shared layouts)."""
+    probe = build_copy(env_fns[0], 0)
+    try:
+        return describe_env(probe)
+    finally:
+        probe.close()

@@ -99,23 +99,26 @@ class CopyBook:
         self.broken = None
 
     def record_step(self, results: Sequence[tuple[Any, ...]],
-                    overs: Optional[Sequence[bool]] = None) -> None:
+                    overs: Optional[Sequence[bool]] = None,
+                    rows: Optional[Sequence[int]] = None) -> None:
         """Record the 5-tuple each copy returned from ``step``.
 
         Args:
             results: each copy's 5-tuple.
             overs: for each copy, whether its done dicts end the episode, when the
                 caller has found it already (:attr:`EnvCopy.over`); else found here.
+            rows: the copies of ``results``, when not every copy in order (``send()``).
         """
         same_step = self.mode == SAME_STEP
         ended = self.ended
-        for i, (obs, _, terminateds, truncateds, infos) in enumerate(results):
+        for k, (obs, _, terminateds, truncateds, infos) in enumerate(results):
+            i = k if rows is None else rows[k]
             self.obs[i] = obs
             self.infos[i] = infos if type(infos) is dict or isinstance(infos, Mapping) else {}
             if ended[i]:  # reset now (next_step) or still ended (disabled)
                 ended[i] = self.mode == DISABLED
                 self.actors[i] = [] if ended[i] else list(obs)
-            elif overs[i] if overs is not None else episode_over(terminateds, truncateds):
+            elif overs[k] if overs is not None else episode_over(terminateds, truncateds):
                 ended[i] = not same_step  # same_step: obs is already the reset obs
                 self.actors[i] = list(obs) if same_step else []
                 self.final_flags[i] = (flag(terminateds, ALL), flag(truncateds, ALL))
@@ -138,8 +141,11 @@ class CopyBook:
         """Raise :class:`~marlhub.errors.ResetNeededError` before the first reset or when broken."""
         require_running(self.env_name, NOT_RESET if not self.started else self.broken)
 
-    def check_actions(self, actions: Any) -> None:
-        """Check the whole action list before any copy is stepped.
+    def check_actions(self, actions: Any) -> Sequence[Any]:
+        """Check the whole action list before any copy is stepped; return the action dicts to
+        step the copies with, inside :func:`~marlhub.episode.prechecked.actions_prechecked`
+        (``actions`` itself, unless a copy's dict needed converting: a 0-d array for a
+        Discrete action comes back as an int, as the copy's own check would pass it on).
 
         Raises:
             ResetNeededError: before the first ``reset``, or after a copy raised.
@@ -153,6 +159,7 @@ class CopyBook:
         uniform = self.uniform
         ended, all_actors, all_obs, all_infos = self.ended, self.actors, self.obs, self.infos
         values: list[Any] = []
+        checked = actions
         for i, action_dict in enumerate(actions):
             if ended[i]:
                 self._check_ended(i, action_dict)
@@ -161,7 +168,7 @@ class CopyBook:
             # Discrete space; actions without a mask are checked for all copies at once below.
             if uniform is None or type(action_dict) is not dict \
                     or list(action_dict) != all_actors[i]:
-                self._check_copy(i, action_dict)
+                checked = self._converted(checked, actions, i)
                 continue
             obs, infos = all_obs[i], all_infos[i]
             binding = self.masks_binding[i]
@@ -178,7 +185,36 @@ class CopyBook:
         if values and uniform is not None and not uniform.check_all(values):
             for i, action_dict in enumerate(actions):  # find the copy and agent
                 if not self.ended[i]:
-                    self._check_copy(i, action_dict)
+                    checked = self._converted(checked, actions, i)
+        return checked
+
+    def _converted(self, checked: Sequence[Any], actions: Sequence[Any], i: int) -> Sequence[Any]:
+        """``checked`` with copy ``i``'s dict as its check passes it on (a new list, the first
+        time one differs from ``actions``)."""
+        passed = self._check_copy(i, actions[i])
+        if passed is actions[i]:
+            return checked
+        checked = list(checked) if checked is actions else checked
+        checked[i] = passed  # type: ignore[index]
+        return checked
+
+    def check_rows(self, actions: Sequence[Any], rows: Sequence[int]) -> list[Any]:
+        """:meth:`check_actions` for the copies ``rows`` only (``send()``): ``actions[k]`` is copy
+        ``rows[k]``'s dict; return the dicts to step them with.
+
+        Raises:
+            ResetNeededError: before the first ``reset``, or after a copy raised.
+            ActionError: an action dict is bad (copy and agent named); no copy was stepped.
+        """
+        if not self.started or self.broken is not None:
+            self.check_running()
+        checked = list(actions)
+        for k, i in enumerate(rows):
+            if self.ended[i]:
+                self._check_ended(i, actions[k])
+            else:
+                checked[k] = self._check_copy(i, actions[k])
+        return checked
 
     def _check_list(self, actions: Any) -> None:
         if isinstance(actions, (str, bytes, Mapping)) or not isinstance(actions, Sequence) \
@@ -192,13 +228,13 @@ class CopyBook:
                 fix=f"Pass one dict per copy of {self.env_name}, in copy order; a copy with "
                 "nobody to act takes {}.")
 
-    def _check_copy(self, i: int, action_dict: Any) -> None:
+    def _check_copy(self, i: int, action_dict: Any) -> Any:
         actors, obs, infos = self.actors[i], self.obs[i], self.infos[i]
         masks = action_masks(actors, obs, infos) if self.masks_binding[i] else None
         if masks is not None:  # as arrays (Gymnasium's tuple masks of MultiDiscrete made flat)
             masks = {a: find_action_mask(obs.get(a), infos.get(a)) for a in actors}
         try:
-            self.checkers[i].check_dict(
+            return self.checkers[i].check_dict(
                 f"copy {i} of {self.env_name}", action_dict, actors=actors,
                 possible_agents=self.possible_agents[i], masks=masks)
         except ActionError as exc:

@@ -29,7 +29,7 @@ import cloudpickle  # type: ignore[import-untyped]
 
 from marlhub.errors import WorkerError
 from marlhub.vector.shared import ObsLayout
-from marlhub.vector.worker import Reply, worker_main
+from marlhub.vector.worker import SPIN_SECONDS, Reply, worker_main
 
 __all__ = ["CLOSE_SECONDS", "WorkerPool", "default_num_workers", "describe_exit", "split_copies"]
 
@@ -86,6 +86,7 @@ class WorkerPool:
         autoreset_mode: the vector env's autoreset mode.
         daemon: whether the processes are daemonic (they cannot start processes of
             their own then).
+        slots: the layout and block of the shared array face, or None.
 
     Attributes:
         ranges: the copies of each worker.
@@ -93,8 +94,11 @@ class WorkerPool:
 
     def __init__(self, env_fns: Sequence[Callable[[], Any]], num_workers: int, context: Any,
                  buffers: Optional[list[Any]], layout: Optional[ObsLayout],
-                 autoreset_mode: str, daemon: bool = True) -> None:
+                 autoreset_mode: str, daemon: bool = True,
+                 slots: Optional[tuple[Any, Any]] = None) -> None:
         self.ranges = split_copies(len(env_fns), num_workers)
+        # workers spin after answering only where they and the parent each have a core
+        spin = SPIN_SECONDS if default_num_workers() > num_workers else 0.0
         self.processes: list[Any] = []
         self.conns: list[Connection] = []
         self._finalizer = weakref.finalize(self, reap, self.processes, self.conns, 1.0)
@@ -104,7 +108,7 @@ class WorkerPool:
             process = context.Process(
                 target=worker_main, name=f"marlhub-vector-worker-{w}", daemon=daemon,
                 args=(w, copies.start, blob, child_end, buffers, layout, autoreset_mode,
-                      os.getpid()))
+                      os.getpid(), slots, spin))
             self.processes.append(process)
             self.conns.append(parent_end)
             process.start()
@@ -122,6 +126,43 @@ class WorkerPool:
             except (BrokenPipeError, EOFError, OSError):
                 # The worker is gone; receive() says how.
                 pass
+
+    def send_to(self, w: int, message: tuple[str, Any]) -> None:
+        """Send one request to worker ``w``."""
+        try:
+            self.conns[w].send(message)
+        except (BrokenPipeError, EOFError, OSError):
+            pass  # the worker is gone; the next receive says how
+
+    def receive_any(self, workers: Sequence[int], call: str,
+                    timeout: Optional[float] = None) -> list[tuple[int, Reply]]:
+        """Wait until at least one of ``workers`` replies; return every reply in, by worker.
+
+        Raises:
+            WorkerError: one of them died, or none answered within ``timeout`` seconds.
+        """
+        waits = [self.conns[w] for w in workers] + [self.processes[w].sentinel for w in workers]
+        if not wait(waits, timeout=timeout):
+            raise self.error(min(workers), call, f"did not answer within {timeout:g} s",
+                             "The vector env cannot go on: close() it (which ends the workers) "
+                             "and make a new one, or give the call more time.")
+        replies = []
+        for w in workers:
+            try:
+                if self.conns[w].poll():
+                    replies.append((w, self.conns[w].recv()))
+                    continue
+            except (EOFError, OSError):
+                raise self.died(w, call) from None
+            if not self.processes[w].is_alive():
+                raise self.died(w, call)
+        return replies
+
+    def check_alive(self, call: str) -> None:
+        """Raise :class:`WorkerError` for the first worker whose process is gone."""
+        for w, process in enumerate(self.processes):
+            if not process.is_alive():
+                raise self.died(w, call)
 
     def receive(self, call: str, timeout: Optional[float] = None) -> list[Reply]:
         """Wait for one reply from every worker; return them in worker order.

@@ -35,7 +35,7 @@ import numpy as np
 
 from marlhub.core import AgentID
 
-__all__ = ["ALIGN", "LENT_BLOCKS", "ObsLayout", "SharedObs", "array_leaves"]
+__all__ = ["ALIGN", "LENT_BLOCKS", "ObsLayout", "SharedObs", "array_leaves", "obs_leaves"]
 
 #: Every slot starts at a multiple of this many bytes.
 ALIGN = 64
@@ -75,6 +75,19 @@ def array_leaves(space: gym.Space) -> Optional[list[Leaf]]:
             leaves.append((key, tuple(sub.shape or ()), np.dtype(sub.dtype)))
         return leaves
     return None
+
+
+def obs_leaves(space: gym.Space) -> Optional[list[Leaf]]:
+    """:func:`array_leaves`, and a ``Discrete`` observation as one int64 (the array face's
+    layout of an observation; None when it has no fixed size).
+
+    Example:
+        >>> obs_leaves(gym.spaces.Discrete(3))
+        [(None, (), dtype('int64'))]
+    """
+    if type(space) is gym.spaces.Discrete:
+        return [(None, (), np.dtype(np.int64))]
+    return array_leaves(space)
 
 
 class ObsLayout:

@@ -52,7 +52,8 @@ class AgentSlotVectorEnv(VectorEnv):
         vector_env: a :class:`~marlhub.vector.SyncVectorMultiAgentEnv`,
             :class:`~marlhub.vector.AsyncVectorMultiAgentEnv` or
             :class:`~marlhub.vector.BatchedVectorEnv` (its autoreset mode is kept); a
-            batched simulator's arrays are handed on as they are, no per-copy Python.
+            batched simulator's arrays, and those the workers of an async env made with
+            ``array_face=True`` write, are handed on as they are, no per-copy Python.
         agents: the order of the slots: ``possible_agents`` (of every copy) in another
             order; ``possible_agents`` of the first copy by default.
 
@@ -74,7 +75,9 @@ class AgentSlotVectorEnv(VectorEnv):
     def __init__(self, vector_env: VectorMultiAgentEnv,
                  agents: Optional[Sequence[AgentID]] = None) -> None:
         self.vector_env = vector_env
-        self._batched = isinstance(vector_env, BatchedVectorEnv)
+        # the vector env's own array face: a batched simulator's, or the workers' in shared memory
+        self._batched = isinstance(vector_env, BatchedVectorEnv) or \
+            bool(getattr(vector_env, "array_face", False))
         first = vector_env.envs[0] if vector_env.envs else vector_env
         self.agents = list(agents if agents is not None else getattr(first, "possible_agents", []))
         self.num_envs = vector_env.num_envs
@@ -164,15 +167,17 @@ class AgentSlotVectorEnv(VectorEnv):
 
 
 def _one_group(vector_env: VectorMultiAgentEnv, agents: list[AgentID]) -> str:
-    """The group of a batched source whose slots are ``agents``, in that order, or raise."""
+    """The group of the vector env's own array face whose slots are ``agents``, in that
+    order, or raise."""
     for name, members in vector_env.groups.items():
         if members == agents:
             return name
     raise VectorEnvError(
-        vector_env.name(), f"the agents {agents} are not one group of the batched simulator "
-        f"(its groups: {vector_env.groups})",
-        "Agent slots over a batched simulator are the agents of its one group, in its order; "
-        "for several groups, use the vector env's step_arrays (one array per group).")
+        vector_env.name(), f"the agents {agents} are not one group of the vector env's array "
+        f"face (its groups: {vector_env.groups})",
+        "Agent slots over a batched simulator or the workers' array face are the agents of "
+        "its one group, in its order; for several groups, use the vector env's step_arrays "
+        "(one array per group).")
 
 
 def _one_space(vector_env: VectorMultiAgentEnv, agents: list[AgentID], kind: str) -> gym.Space:

@@ -20,10 +20,15 @@ from collections.abc import Callable, Sequence
 from copy import deepcopy
 from typing import Any, Optional
 
+import numpy as np
+
+from marlhub.core import ALL
 from marlhub.episode.play import action_space_getter
+from marlhub.episode.prechecked import actions_prechecked
 from marlhub.errors import VectorEnvError
 from marlhub.spaces import masks_are_binding
 from marlhub.vector.base import (
+    DISABLED,
     VectorMultiAgentEnv,
     parse_autoreset_mode,
     reset_mask_of,
@@ -32,6 +37,7 @@ from marlhub.vector.base import (
 )
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import EnvCopy, build_copy, check_env_fns, describe_env
+from marlhub.vector.ready import ReadyCopies, Received, count_of, received
 
 __all__ = ["SyncVectorMultiAgentEnv"]
 
@@ -55,6 +61,7 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
             False leaves masks to the copies, for envs that take masked-out actions
             themselves (``to_rllib``'s ``illegal_action="terminate"``, say); envs whose
             masks are advice (:data:`~marlhub.spaces.ADVISORY_MASKS`) always decide alone.
+        batch_size: how many copies :meth:`recv` returns (None: all of them).
 
     Raises:
         VectorEnvError: ``env_fns`` is empty or holds something not callable.
@@ -63,9 +70,10 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
 
     def __init__(self, env_fns: Sequence[Callable[[], Any]], copy: bool = False,
                  autoreset_mode: Any = "next_step", *, env_id: Optional[str] = None,
-                 check_masks: bool = True) -> None:
+                 check_masks: bool = True, batch_size: Optional[int] = None) -> None:
         self.closed = True  # until built: a failed constructor leaves nothing to close
         self.env_fns = check_env_fns(env_fns, type(self).__name__)
+        self._cycle = ReadyCopies(type(self).__name__, len(self.env_fns), batch_size)
         self.copy = copy
         self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
         self.env_id = env_id
@@ -97,6 +105,13 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
                 others return their actors' last obs and infos and go on.
         """
         self._check_open()
+        self._cycle.check_idle("reset()")
+        obs, infos = self._reset(seed, options)
+        mask = (options or {}).get("reset_mask")
+        self._cycle.held(range(self.num_envs) if mask is None else np.flatnonzero(mask).tolist())
+        return obs, infos
+
+    def _reset(self, seed: Any, options: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
         seeds = seeds_for(self.name(), seed, self.num_envs)
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
         obs: list[Any] = []
@@ -121,19 +136,81 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         """
         if self.closed:
             self._check_open()
-        self._book.check_actions(actions)
+        self._cycle.check_idle("step()")
+        actions = self._book.check_actions(actions)
         copies = self._copies
         results = []
         i = 0
         try:
-            for i, env_copy in enumerate(copies):
-                results.append(env_copy.step(actions[i]))
+            with actions_prechecked():  # checked above: the copies do not check them again
+                for i, env_copy in enumerate(copies):
+                    results.append(env_copy.step(actions[i]))
         except Exception as exc:
             self._broke(i, "step", exc)
             raise
         self._book.record_step(results, [c.over for c in copies])
         obs, rewards, terminateds, truncateds, infos = map(list, zip(*results))
         return (deepcopy(obs) if self.copy else obs), rewards, terminateds, truncateds, infos
+
+    # -- whoever is ready first (see marlhub.vector.ready) -------------------------------
+
+    @property
+    def batch_size(self) -> int:
+        """How many copies :meth:`recv` returns."""
+        return self._cycle.batch_size
+
+    def async_reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
+        """Reset every copy (or those ``options["reset_mask"]`` selects, which must be held or
+        parked); :meth:`recv` returns the results, rewards ``{}`` and done flags False."""
+        self._check_open()
+        mask, _ = reset_mask_of(self.name(), options, self.num_envs)
+        rows = list(range(self.num_envs)) if mask is None else np.flatnonzero(mask).tolist()
+        if mask is None:
+            self._cycle.check_idle("async_reset()")
+        else:
+            self._cycle.check_resettable(rows)
+        obs, infos = self._reset(seed, options)
+        self._cycle.start(rows)
+        for i in rows:
+            self._cycle.arrive(i, (obs[i], {}, {ALL: False}, {ALL: False}, infos[i]))
+
+    def send(self, actions: Sequence[Any], copy_ids: Any) -> None:
+        """Step exactly the copies ``copy_ids`` (``actions[k]`` for ``copy_ids[k]``); their
+        results come from :meth:`recv`.
+
+        Raises:
+            VectorEnvError: a copy that is not held (not returned by the last :meth:`recv`,
+                or sent twice), or a count of actions that does not match.
+            ActionError: a bad action dict (copy and agent named); no copy was stepped.
+        """
+        self._check_open()
+        rows = self._cycle.check_send(copy_ids, count_of(self.name(), actions))
+        checked = self._book.check_rows(actions, rows)
+        copies, results = self._copies, []
+        try:
+            with actions_prechecked():
+                for k, i in enumerate(rows):
+                    results.append(copies[i].step(checked[k]))
+        except Exception as exc:
+            self._broke(rows[len(results)], "send", exc)
+            raise
+        self._book.record_step(results, [copies[i].over for i in rows], rows)
+        self._cycle.start(rows)
+        park = self.autoreset_mode == DISABLED
+        for i, result in zip(rows, results):
+            self._cycle.arrive(i, result, park and self._book.ended[i])
+
+    def recv(self) -> Received:
+        """Return the next :attr:`batch_size` ready copies' results, first stepped first (fewer
+        when no more can come), as :class:`~marlhub.vector.ready.Received`: the five lists
+        of :meth:`step` and ``copy_ids``.
+
+        Raises:
+            VectorEnvError: no copy is ready or running.
+        """
+        self._check_open()
+        rows, results = self._cycle.take_some()
+        return received(rows, results, copy=self.copy)
 
     def _run(self, i: int, what: str, call: Callable[[], Any]) -> Any:
         try:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from marlhub.envs import RockPaperScissors
+from marlhub.episode import actions_are_prechecked
 
 
 class RaisesAtStep(RockPaperScissors):
@@ -27,6 +28,22 @@ class RaisesAtStep(RockPaperScissors):
         self.steps += 1
         if self.steps == self.at:
             raise RuntimeError(f"boom in step {self.steps}")
+        return super().step(action_dict)
+
+
+class RecordsChecks(RockPaperScissors):
+    """Rock-paper-scissors that records, at each step, whether the hub's action checks were off
+    (``actions_are_prechecked()``): ``prechecked``, one bool per step, and the types of the
+    actions it got: ``received``, one list per step."""
+
+    def __init__(self) -> None:
+        super().__init__({"num_moves": 10})
+        self.prechecked: list[bool] = []
+        self.received: list[list[str]] = []
+
+    def step(self, action_dict: Any) -> Any:
+        self.prechecked.append(actions_are_prechecked())
+        self.received.append([type(a).__name__ for a in action_dict.values()])
         return super().step(action_dict)
 
 

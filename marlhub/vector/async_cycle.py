@@ -1,0 +1,186 @@
+"""Whoever is ready first, in worker processes: ``async_reset``, ``recv`` and ``send`` of the
+async vector env.
+
+:class:`WorkerCycle` is the part of
+:class:`~marlhub.vector.AsyncVectorMultiAgentEnv` that runs the cycle of
+:mod:`marlhub.vector.ready`: ``send`` groups the copies by worker and sends each
+worker one request for its copies (queued behind any it has not answered yet);
+``recv`` takes in whatever answers have come (:meth:`WorkerPool.receive_any
+<marlhub.vector.processes.WorkerPool.receive_any>` waits on every busy worker's
+pipe and process at once) until ``batch_size`` copies are ready. A worker
+answers for the copies of one request together, so copies of different
+workers never wait for each other.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+
+from marlhub.core import ALL
+from marlhub.errors import VectorEnvError, WorkerError
+from marlhub.vector.base import DISABLED, reset_mask_of, seeds_for
+from marlhub.vector.ready import ReadyCopies, Received, count_of, received
+
+if TYPE_CHECKING:
+    from marlhub.vector.book import CopyBook
+    from marlhub.vector.processes import WorkerPool
+    from marlhub.vector.shared import SharedObs
+
+__all__ = ["WorkerCycle"]
+
+
+class WorkerCycle:
+    """``async_reset``, ``recv`` and ``send`` of the async vector env (see the module)."""
+
+    if TYPE_CHECKING:  # what the async vector env provides
+        num_envs: int
+        autoreset_mode: str
+        timeout: Optional[float]
+        _pool: WorkerPool
+        _book: CopyBook
+        _shared: Optional[SharedObs]
+        _cycle: ReadyCopies
+        _requests: list[deque[tuple[str, list[int], int]]]
+        _failure: Optional[str]
+        _face_in_use: Optional[str]
+
+        def name(self) -> str: ...
+
+        def _check_idle(self) -> None: ...
+
+    @property
+    def batch_size(self) -> int:
+        """How many copies :meth:`recv` returns."""
+        return self._cycle.batch_size
+
+    def async_reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
+        """Start a reset of every copy (or of those ``options["reset_mask"]`` selects, which
+        must be held or parked); :meth:`recv` returns them as their workers answer, rewards
+        ``{}`` and done flags False."""
+        self._check_idle()
+        seeds = seeds_for(self.name(), seed, self.num_envs)
+        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
+        rows = list(range(self.num_envs)) if mask is None else np.flatnonzero(mask).tolist()
+        if mask is None:
+            self._cycle.check_idle("async_reset()")
+            self._face_in_use = "dicts"
+        else:
+            self._cycle.check_resettable(rows)
+        self._check_workers("async_reset()")
+        for w, r in enumerate(self._pool.ranges):
+            mine = [i for i in rows if i in r]
+            if mine:
+                block = self._shared.next_block() if self._shared is not None else 0
+                self._pool.send_to(w, ("reset", (block, [(seeds[i], rest) if i in mine else None
+                                                         for i in r])))
+                self._requests[w].append(("reset", mine, block))
+        self._cycle.start(rows)
+
+    def send(self, actions: Sequence[Any], copy_ids: Any) -> None:
+        """Send the copies ``copy_ids`` their actions (``actions[k]`` for ``copy_ids[k]``), one
+        request per worker; :meth:`recv` returns their results as they come.
+
+        Raises:
+            VectorEnvError: a copy that is not held (not returned by the last :meth:`recv`,
+                or sent twice), or a count of actions that does not match.
+            ActionError: a bad action dict (copy and agent named); nothing was sent.
+            WorkerError: a worker died.
+        """
+        self._check_idle()
+        if self._face_in_use == "arrays":
+            raise VectorEnvError(self.name(), "send() was called, but the array face holds the "
+                                 "episode (one face per episode)",
+                                 "Call async_reset() to start an episode of dicts.")
+        rows = self._cycle.check_send(copy_ids, count_of(self.name(), actions))
+        checked = self._book.check_rows(actions, rows)
+        self._check_workers("send()")
+        for w, r in enumerate(self._pool.ranges):
+            mine = [k for k, i in enumerate(rows) if i in r]
+            if mine:
+                block = self._shared.next_block() if self._shared is not None else 0
+                self._pool.send_to(w, ("step", (block, [checked[k] for k in mine],
+                                                [rows[k] - r.start for k in mine])))
+                self._requests[w].append(("step", [rows[k] for k in mine], block))
+        self._cycle.start(rows)
+
+    def recv(self) -> Received:
+        """Wait for the next :attr:`batch_size` copies to be ready (fewer when no more can come)
+        and return their results, first in first, as
+        :class:`~marlhub.vector.ready.Received`: the five lists of ``step()`` and
+        ``copy_ids``.
+
+        Raises:
+            VectorEnvError: no copy is running or ready.
+            WorkerError: a worker died (whatever other copies are ready), a copy raised,
+                or no worker answered within the vector env's ``timeout``.
+        """
+        self._check_idle()
+        self._check_workers("recv()")
+        while self._cycle.ready_count() < self._cycle.batch_size and self._cycle.running:
+            self._pump()
+        rows, results = self._cycle.take_some()
+        return received(rows, results)
+
+    def _pump(self) -> None:
+        """Take in every answer the workers have for send()/async_reset() (waiting for one)."""
+        busy = [w for w, pending in enumerate(self._requests) if pending]
+        try:
+            replies = self._pool.receive_any(busy, "recv()", self.timeout)
+        except WorkerError as exc:
+            self._failure = f"copy {exc.copy_index} (worker {exc.worker_index}) {exc.reason}"
+            raise
+        for w, (status, payload) in replies:
+            what, rows, block = self._requests[w].popleft()
+            if status != "ok":
+                error = self._pool.raised(payload, f"recv() ({what})")
+                self._book.broken = (f"copy {error.copy_index} raised {error.exception_type} "
+                                     f"in a {what}, so the copies are out of step")
+                self._drain()
+                raise error
+            if what == "reset":
+                payload = [p for p in payload if p is not None]
+                obs = [self._read(i, p[0], block) for i, p in zip(rows, payload)]
+                infos = [p[1] for p in payload]
+                mask = np.zeros(self.num_envs, bool)
+                mask[rows] = True
+                self._book.record_reset(_spread(rows, obs, self.num_envs),
+                                        _spread(rows, infos, self.num_envs), mask)
+                results: list[tuple[Any, ...]] = [(ob, {}, {ALL: False}, {ALL: False}, info)
+                           for ob, info in zip(obs, infos)]
+            else:
+                results = [(self._read(i, p[0], block), *p[1:5]) for i, p in zip(rows, payload)]
+                self._book.record_step(results, [p[5] for p in payload], rows)
+            park = self.autoreset_mode == DISABLED
+            for i, result in zip(rows, results):
+                self._cycle.arrive(i, result, park and self._book.ended[i])
+
+    def _drain(self) -> None:
+        """After a copy raised: wait out every request still under way and drop what waits for
+        ``recv``, so that a ``reset()`` can start over."""
+        while any(self._requests):
+            busy = [w for w, pending in enumerate(self._requests) if pending]
+            for w, _ in self._pool.receive_any(busy, "recv()", self.timeout):
+                self._requests[w].popleft()
+        self._cycle.clear()
+
+    def _check_workers(self, call: str) -> None:
+        try:
+            self._pool.check_alive(call)
+        except WorkerError as exc:
+            self._failure = f"copy {exc.copy_index} (worker {exc.worker_index}) {exc.reason}"
+            raise
+
+    def _read(self, i: int, sent: Any, block: int) -> Any:
+        return self._shared.read(i, sent, block) if self._shared is not None else sent
+
+
+def _spread(rows: Sequence[int], values: Sequence[Any], num_envs: int) -> list[Any]:
+    """``values`` of the copies ``rows`` as one list over every copy (``{}`` elsewhere)."""
+    spread: list[Any] = [{} for _ in range(num_envs)]
+    for i, value in zip(rows, values):
+        spread[i] = value
+    return spread

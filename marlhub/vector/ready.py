@@ -1,0 +1,222 @@
+"""Whoever is ready first: where each copy stands in a vector env's ``recv``/``send`` cycle.
+
+EnvPool and PufferLib step a pool of copies without waiting for all of them,
+and marlhub's sync and async vector envs do the same: ``async_reset()``
+starts every copy, ``recv()`` returns the results of the next ``batch_size``
+copies that are ready, with their indices (``copy_ids``), and
+``send(actions, copy_ids)`` steps exactly those copies. A slow copy never
+holds the fast ones back; ``batch_size == num_envs`` is the synchronous call.
+
+:class:`ReadyCopies` keeps, per copy, one of four states:
+
+* held: the caller has the copy's latest results (from ``recv``, ``reset`` or
+  ``step``) and owes it actions; only held copies may be sent;
+* running: sent (or reset by ``async_reset``), results not in yet;
+* ready: results in, waiting for ``recv``, first in first out;
+* parked: ``recv`` handed out the end of its episode under autoreset
+  ``"disabled"``; it is left out of ``recv`` until a reset with a
+  ``reset_mask`` restarts it.
+
+Example:
+    >>> pool = ReadyCopies("Vec", 3, batch_size=2)
+    >>> pool.start([0, 1, 2])
+    >>> pool.arrive(2, "r2"); pool.arrive(0, "r0")
+    >>> pool.take()
+    ([0, 2], ['r0', 'r2'])
+    >>> pool.check_send([0, 1])
+    Traceback (most recent call last):
+    ...
+    marlhub.errors.VectorEnvError: Vec: send() got copy 1, which is running (sent, its results not in yet). Send actions only to the copies the last recv() returned (its copy_ids), each once.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from copy import deepcopy
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+
+from marlhub.errors import VectorEnvError
+
+__all__ = ["HELD", "PARKED", "READY", "RUNNING", "ReadyCopies", "Received", "check_batch_size",
+           "count_of", "received"]
+
+HELD, RUNNING, READY, PARKED = "held", "running", "ready", "parked"
+
+_WHY_NOT = {RUNNING: "which is running (sent, its results not in yet)",
+            READY: "whose results wait for recv()",
+            PARKED: "whose episode ended under autoreset_mode 'disabled' (reset it with "
+                    "async_reset(options={'reset_mask': mask}) first)"}
+
+
+class Received(NamedTuple):
+    """What ``recv()`` returns: the five per-copy lists of ``step`` for the copies ``copy_ids``
+    (an int array), in that order; unpacks into six values."""
+
+    obs: list[Any]
+    rewards: list[Any]
+    terminateds: list[Any]
+    truncateds: list[Any]
+    infos: list[Any]
+    copy_ids: np.ndarray
+
+
+def received(rows: Sequence[int], results: Sequence[tuple[Any, ...]], *,
+             copy: bool = False) -> Received:
+    """The :class:`Received` of the copies ``rows`` from their 5-tuples (observations
+    deep-copied with ``copy``)."""
+    obs, rewards, terminateds, truncateds, infos = (
+        [list(column) for column in zip(*results)] if results else [[] for _ in range(5)])
+    return Received(deepcopy(obs) if copy else obs, rewards, terminateds, truncateds, infos,
+                    np.asarray(rows, dtype=np.int64))
+
+
+def count_of(env_name: str, actions: Any) -> int:
+    """How many action dicts ``send()`` got, or raise when it is not a list of them."""
+    if isinstance(actions, (str, bytes, Mapping)) or not isinstance(actions, Sequence):
+        raise VectorEnvError(env_name, f"send() got actions of type {type(actions).__name__}",
+                             "Pass a list of action dicts, one per copy id, in the order of "
+                             "copy_ids.")
+    return len(actions)
+
+
+def check_batch_size(env_name: str, batch_size: Any, num_envs: int) -> int:
+    """Return ``batch_size`` (``num_envs`` for None) or raise :class:`VectorEnvError`."""
+    if batch_size is None:
+        return num_envs
+    if isinstance(batch_size, (int, np.integer)) and not isinstance(batch_size, bool) \
+            and 1 <= batch_size <= num_envs:
+        return int(batch_size)
+    raise VectorEnvError(env_name, f"batch_size must be an int from 1 to num_envs={num_envs}, "
+                         f"got {batch_size!r}", "Pass e.g. batch_size=num_envs // 2, or None "
+                         "for all copies (the synchronous call).")
+
+
+class ReadyCopies:
+    """Each copy's state in the ``recv``/``send`` cycle, and the results that wait for ``recv``.
+
+    Args:
+        env_name: the vector env's name, for messages.
+        num_envs: how many copies.
+        batch_size: how many copies ``recv()`` returns.
+    """
+
+    def __init__(self, env_name: str, num_envs: int, batch_size: Optional[int] = None) -> None:
+        self.env_name = env_name
+        self.num_envs = num_envs
+        self.batch_size = check_batch_size(env_name, batch_size, num_envs)
+        self.state = [HELD] * num_envs
+        self.running = 0
+        self._queue: deque[int] = deque()
+        self._results: dict[int, Any] = {}
+        self._parks: set[int] = set()
+
+    @property
+    def busy(self) -> bool:
+        """Whether any copy is running or waits for ``recv``."""
+        return self.running > 0 or bool(self._queue)
+
+    def check_idle(self, call: str) -> None:
+        """Raise unless no copy is running or waits for ``recv`` (before a synchronous call)."""
+        if self.busy:
+            raise VectorEnvError(
+                self.env_name, f"{call} was called while a recv()/send() cycle is under way "
+                f"({self.running} copies running, {len(self._queue)} waiting for recv())",
+                "recv() every copy sent before calling reset() or step(); to restart copies "
+                "during the cycle, use async_reset(options={'reset_mask': mask}).")
+
+    def check_resettable(self, rows: Iterable[int]) -> None:
+        """Raise unless every copy of ``rows`` is held or parked (a reset may restart it)."""
+        for i in rows:
+            if self.state[i] in (RUNNING, READY):
+                raise VectorEnvError(
+                    self.env_name, f"async_reset() would reset copy {i}, {_WHY_NOT[self.state[i]]}",
+                    "recv() it first, or leave it out of the reset_mask.")
+
+    def check_send(self, copy_ids: Any, count: Optional[int] = None) -> list[int]:
+        """Return ``copy_ids`` as a list of ints, or raise: each a held copy, once.
+
+        Args:
+            copy_ids: the copies to send to.
+            count: how many action dicts came with them, when known.
+        """
+        ids = np.asarray(copy_ids)
+        if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+            raise VectorEnvError(self.env_name, f"send() got copy_ids {copy_ids!r}",
+                                 "Pass the copy_ids the last recv() returned: one int per "
+                                 "action dict.")
+        rows = ids.tolist()
+        if count is not None and count != len(rows):
+            raise VectorEnvError(self.env_name, f"send() got {count} action dicts for "
+                                 f"{len(rows)} copy_ids", "Pass one action dict per copy id, "
+                                 "in the order of copy_ids.")
+        seen: set[int] = set()
+        for i in rows:
+            if not 0 <= i < self.num_envs:
+                raise VectorEnvError(self.env_name, f"send() got copy {i}, but the copies are "
+                                     f"0 to {self.num_envs - 1}", "Pass the copy_ids the last "
+                                     "recv() returned.")
+            if i in seen or self.state[i] != HELD:
+                why = "twice" if i in seen else _WHY_NOT[self.state[i]]
+                raise VectorEnvError(
+                    self.env_name, f"send() got copy {i}, {why}",
+                    "Send actions only to the copies the last recv() returned (its copy_ids), "
+                    "each once.")
+            seen.add(i)
+        return rows
+
+    def start(self, rows: Sequence[int]) -> None:
+        """Mark ``rows`` running (sent, or reset by ``async_reset``)."""
+        for i in rows:
+            self.state[i] = RUNNING
+        self.running += len(rows)
+
+    def arrive(self, i: int, result: Any, park: bool = False) -> None:
+        """Copy ``i``'s results are in; ``park``: its episode ended under ``disabled``."""
+        self.state[i] = READY
+        self.running -= 1
+        self._results[i] = result
+        self._queue.append(i)
+        if park:
+            self._parks.add(i)
+
+    def take(self, limit: Optional[int] = None) -> tuple[list[int], list[Any]]:
+        """Hand out up to ``limit`` (``batch_size``) ready copies, first in first out, in the
+        order of their ids: their ids and results. They are held now (parked, the ones whose
+        episode ended under ``disabled``)."""
+        count = min(self.batch_size if limit is None else limit, len(self._queue))
+        rows = sorted(self._queue.popleft() for _ in range(count))
+        for i in rows:
+            self.state[i] = PARKED if i in self._parks else HELD
+            self._parks.discard(i)
+        return rows, [self._results.pop(i) for i in rows]
+
+    def take_some(self) -> tuple[list[int], list[Any]]:
+        """:meth:`take`, when no copy is running any more; raise when none is ready either."""
+        if not self._queue:
+            raise VectorEnvError(
+                self.env_name, "recv() was called, but no copy is running or ready",
+                "send() actions to the copies the last recv() returned, or start with "
+                "async_reset(); copies parked under autoreset_mode 'disabled' come back "
+                "after async_reset(options={'reset_mask': mask}).")
+        return self.take()
+
+    def ready_count(self) -> int:
+        """How many copies wait for ``recv``."""
+        return len(self._queue)
+
+    def clear(self) -> None:
+        """Forget the cycle: nothing running or ready, every copy held (after a failure)."""
+        self.state = [HELD] * self.num_envs
+        self.running = 0
+        self._queue.clear()
+        self._results.clear()
+        self._parks.clear()
+
+    def held(self, rows: Iterable[int]) -> None:
+        """Mark ``rows`` held (a synchronous ``reset`` or ``step`` returned their results)."""
+        for i in rows:
+            if self.state[i] != HELD:
+                self.state[i] = HELD
