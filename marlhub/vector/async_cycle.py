@@ -23,7 +23,7 @@ import numpy as np
 from marlhub.core import ALL
 from marlhub.errors import VectorEnvError, WorkerError
 from marlhub.vector.base import DISABLED, reset_mask_of, seeds_for
-from marlhub.vector.ready import ReadyCopies, Received, count_of, received
+from marlhub.vector.ready import ReadyCopies, Received, count_of, received, rows_of
 
 if TYPE_CHECKING:
     from marlhub.vector.book import CopyBook
@@ -64,7 +64,7 @@ class WorkerCycle:
         self._check_idle()
         seeds = seeds_for(self.name(), seed, self.num_envs)
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
-        rows = list(range(self.num_envs)) if mask is None else np.flatnonzero(mask).tolist()
+        rows = rows_of(mask, self.num_envs)
         if mask is None:
             self._cycle.check_idle("async_reset()")
             self._face_in_use = "dicts"

@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 import gymnasium as gym
-import numpy as np
 
 from marlhub.adapters.batched import group_agents
 from marlhub.core import AgentID
@@ -37,7 +36,7 @@ from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import build_copy, check_env_fns, describe_env
 from marlhub.vector.group_actions import GroupActions
 from marlhub.vector.processes import CLOSE_SECONDS, WorkerPool, default_num_workers
-from marlhub.vector.ready import ReadyCopies
+from marlhub.vector.ready import ReadyCopies, rows_of
 from marlhub.vector.shared import LENT_BLOCKS, ObsLayout, SharedObs
 from marlhub.vector.slot_memory import SlotArrays, SlotLayout, slot_spaces_unsupported
 
@@ -256,8 +255,7 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
             obs.append(ob)
             infos.append(info)
         self._book.record_reset(obs, infos, self._mask)
-        self._cycle.held(range(self.num_envs) if self._mask is None
-                         else np.flatnonzero(self._mask).tolist())
+        self._cycle.held(rows_of(self._mask, self.num_envs))
         return obs, infos
 
     # -- step -------------------------------------------------------------------------

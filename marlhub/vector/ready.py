@@ -41,7 +41,7 @@ import numpy as np
 from marlhub.errors import VectorEnvError
 
 __all__ = ["HELD", "PARKED", "READY", "RUNNING", "ReadyCopies", "Received", "check_batch_size",
-           "count_of", "received"]
+           "count_of", "received", "rows_of"]
 
 HELD, RUNNING, READY, PARKED = "held", "running", "ready", "parked"
 
@@ -71,6 +71,11 @@ def received(rows: Sequence[int], results: Sequence[tuple[Any, ...]], *,
         [list(column) for column in zip(*results)] if results else [[] for _ in range(5)])
     return Received(deepcopy(obs) if copy else obs, rewards, terminateds, truncateds, infos,
                     np.asarray(rows, dtype=np.int64))
+
+
+def rows_of(mask: Optional[np.ndarray], num_envs: int) -> list[int]:
+    """The copies a reset with the ``reset_mask`` ``mask`` restarts (every copy for None)."""
+    return list(range(num_envs)) if mask is None else np.flatnonzero(mask).tolist()
 
 
 def count_of(env_name: str, actions: Any) -> int:
@@ -182,11 +187,11 @@ class ReadyCopies:
         if park:
             self._parks.add(i)
 
-    def take(self, limit: Optional[int] = None) -> tuple[list[int], list[Any]]:
-        """Hand out up to ``limit`` (``batch_size``) ready copies, first in first out, in the
-        order of their ids: their ids and results. They are held now (parked, the ones whose
-        episode ended under ``disabled``)."""
-        count = min(self.batch_size if limit is None else limit, len(self._queue))
+    def take(self) -> tuple[list[int], list[Any]]:
+        """Hand out up to ``batch_size`` ready copies, first in first out, in the order of their
+        ids: their ids and results. They are held now (parked, the ones whose episode ended
+        under ``disabled``)."""
+        count = min(self.batch_size, len(self._queue))
         rows = sorted(self._queue.popleft() for _ in range(count))
         for i in rows:
             self.state[i] = PARKED if i in self._parks else HELD
@@ -218,5 +223,4 @@ class ReadyCopies:
     def held(self, rows: Iterable[int]) -> None:
         """Mark ``rows`` held (a synchronous ``reset`` or ``step`` returned their results)."""
         for i in rows:
-            if self.state[i] != HELD:
-                self.state[i] = HELD
+            self.state[i] = HELD

@@ -37,7 +37,7 @@ from marlhub.vector.base import (
 )
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import EnvCopy, build_copy, check_env_fns, describe_env
-from marlhub.vector.ready import ReadyCopies, Received, count_of, received
+from marlhub.vector.ready import ReadyCopies, Received, count_of, received, rows_of
 
 __all__ = ["SyncVectorMultiAgentEnv"]
 
@@ -106,14 +106,15 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         """
         self._check_open()
         self._cycle.check_idle("reset()")
-        obs, infos = self._reset(seed, options)
-        mask = (options or {}).get("reset_mask")
-        self._cycle.held(range(self.num_envs) if mask is None else np.flatnonzero(mask).tolist())
+        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
+        obs, infos = self._reset(seed, mask, rest)
+        self._cycle.held(rows_of(mask, self.num_envs))
         return obs, infos
 
-    def _reset(self, seed: Any, options: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+    def _reset(self, seed: Any, mask: Optional[np.ndarray],
+               rest: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+        """Reset the copies ``mask`` selects (all for None) with the options ``rest``."""
         seeds = seeds_for(self.name(), seed, self.num_envs)
-        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
         obs: list[Any] = []
         infos: list[Any] = []
         for i, env_copy in enumerate(self._copies):
@@ -163,13 +164,13 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         """Reset every copy (or those ``options["reset_mask"]`` selects, which must be held or
         parked); :meth:`recv` returns the results, rewards ``{}`` and done flags False."""
         self._check_open()
-        mask, _ = reset_mask_of(self.name(), options, self.num_envs)
-        rows = list(range(self.num_envs)) if mask is None else np.flatnonzero(mask).tolist()
+        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
+        rows = rows_of(mask, self.num_envs)
         if mask is None:
             self._cycle.check_idle("async_reset()")
         else:
             self._cycle.check_resettable(rows)
-        obs, infos = self._reset(seed, options)
+        obs, infos = self._reset(seed, mask, rest)
         self._cycle.start(rows)
         for i in rows:
             self._cycle.arrive(i, (obs[i], {}, {ALL: False}, {ALL: False}, infos[i]))
@@ -251,4 +252,3 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         if self.closed:
             raise VectorEnvError(self.name(), "it was closed",
                                  "Make a new vector env; close() is final.")
-
