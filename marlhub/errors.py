@@ -44,27 +44,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
 __all__ = [
-    "ActionError",
-    "AgentIdError",
-    "ConfigError",
-    "ConversionError",
-    "EntryPointError",
-    "EnvContractError",
-    "EnvCreationError",
-    "EnvRegistrationError",
-    "MarlhubError",
-    "MarlhubWarning",
-    "MissingDependencyError",
-    "NotParallelizableError",
-    "ProtocolError",
-    "RemoteEnvError",
-    "RemoteRequestError",
-    "ResetNeededError",
-    "TargetError",
-    "UnknownEnvError",
-    "VectorEnvError",
-    "WorkerError",
-    "closest",
+    "ActionError", "AgentIdError", "ConfigError", "ConversionError", "EntryPointError",
+    "EnvContractError", "EnvCreationError", "EnvRegistrationError", "EpisodeDroppedError",
+    "ExternalEnvError", "ExternalTimeoutError", "MarlhubError", "MarlhubWarning",
+    "MissingDependencyError", "NotParallelizableError", "ProtocolError", "RemoteEnvError",
+    "RemoteRequestError", "ResetNeededError", "TargetError", "UnknownEnvError",
+    "VectorEnvError", "WorkerError", "closest",
 ]
 
 
@@ -492,3 +477,21 @@ class WorkerError(MarlhubError, RuntimeError):
         if worker_traceback:
             message += f"\nThe worker's traceback:\n{worker_traceback.rstrip()}"
         super().__init__(message)
+
+
+class ExternalEnvError(MarlhubError, RuntimeError):
+    """An external simulator's call that cannot be taken (bad values, an ended episode, a learner
+    gone), or a failure on the learner's side; ``source`` is who, ``problem`` what was wrong."""
+
+    def __init__(self, source: str, problem: str, fix: str) -> None:
+        self.source = source
+        self.problem = problem
+        super().__init__(f"{source}: {problem}. {fix}")
+
+
+class ExternalTimeoutError(ExternalEnvError, TimeoutError):
+    """The learner waited for a simulator's request longer than its ``timeout``."""
+
+
+class EpisodeDroppedError(ExternalEnvError):
+    """The learner let go of a simulator's episode (reset mid-episode, time-out, close)."""

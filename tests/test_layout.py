@@ -6,7 +6,7 @@ only from its own layer or below, function-local imports included:
 1. the protocol, errors, spaces, ``EnvContext``, backends, the version;
 2. the contract (rules, findings, checks, comparison) and the episode mechanics;
 3. adapters, hub -> hub wrappers and the reference envs;
-4. vector envs;
+4. vector envs, and external simulators (whose learner's side is a vector env);
 5. the registry;
 6. conformance, convert, rollout, remote (serving a registry id);
 7. the CLI; and the package ``marlhub`` itself re-exports from every layer.
@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "marlhub.wrappers": 3,
     "marlhub.envs": 3,
     "marlhub.vector": 4,
+    "marlhub.external": 4,
     "marlhub.registry": 5,
     "marlhub.conformance": 6,
     "marlhub.convert": 6,

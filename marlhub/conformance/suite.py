@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -115,6 +116,9 @@ def _run_checks(target: Any, resolved: Any, options: CheckOptions, registry: Opt
                 name: Optional[str], on_episode: Optional[Callable[[int, int], None]]) -> Report:
     """The driver's checks, then the lockstep comparison and the conversions asked for."""
     env = resolved.build()
+    if (getattr(env, "metadata", None) or {}).get("reproducible") is False:
+        # External simulators say so: nothing seeds them, so no replay can match.
+        options = dataclasses.replace(options, replay=False)
     try:
         driver = Driver(env, name or resolved.name, options,
                         make_fresh=resolved.build if resolved.fresh else None,

@@ -34,6 +34,10 @@ from marlhub.registry.spec import EnvSpec, RegistryProblem
 
 __all__ = ["create_default_registry", "default_registry", "make", "register_env", "registered"]
 
+#: The family of simulators that drive (``external/HOST:PORT``): no API to convert, so it is
+#: no row of the API table.
+EXTERNAL_FAMILY = ("marlhub.external.family", "ExternalFamily")
+
 _default: Optional[Registry] = None
 _default_lock = threading.Lock()
 
@@ -52,7 +56,7 @@ def create_default_registry(*, entry_point_group: Optional[str] = ENTRY_POINT_GR
     registry = Registry(entry_point_group=entry_point_group)
     for name, (env_class, description) in BUILTIN_ENVS.items():
         registry.register(name, env_class, description=description)
-    for module_name, class_name in BUILTIN_FAMILIES:
+    for module_name, class_name in [*BUILTIN_FAMILIES, EXTERNAL_FAMILY]:
         family_name = module_name.rsplit(".", 2)[-2]
         try:
             family = getattr(importlib.import_module(module_name), class_name)()

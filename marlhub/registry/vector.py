@@ -140,6 +140,13 @@ def make_vec(
         ...     envs.num_envs, envs.num_workers, envs.metadata["autoreset_mode"]
         (4, 2, 'next_step')
     """
+    own = _own_vector_maker(env_id)
+    if own is not None:  # external/: the copies are episodes of simulators that call in
+        if vectorization_mode not in (None, "sync"):
+            raise VectorEnvError(f"make_vec({env_id!r})", f"vectorization_mode="
+                                 f"{vectorization_mode!r} for an id that makes its own vector "
+                                 "env", "Leave vectorization_mode out.")
+        return own(config or {}, num_envs, autoreset_mode=autoreset_mode, **vector_kwargs)
     make_batched = batched_maker(env_id)
     mode = ("batched" if make_batched is not None else "sync") if vectorization_mode is None \
         else str(getattr(vectorization_mode, "value", vectorization_mode)).lower()
@@ -167,6 +174,17 @@ def make_vec(
         return BatchedVectorEnv(source, autoreset_mode=autoreset_mode, env_id=env_id,
                                 **vector_kwargs)
     return cls(env_fns, autoreset_mode=autoreset_mode, env_id=env_id, **vector_kwargs)
+
+
+def _own_vector_maker(env_id: str) -> Optional[Callable[..., Any]]:
+    """``make(config, num_envs, **options)`` of a family that makes its own vector env
+    (``make_vector(rest, config, num_envs, **options)``: ``external/``), or None."""
+    prefix, slash, rest = env_id.partition("/")
+    family = default_registry().families.get(prefix) if slash else None
+    make_vector = getattr(family, "make_vector", None)
+    if not callable(make_vector):
+        return None
+    return lambda config, num_envs, **options: make_vector(rest, config, num_envs, **options)
 
 
 def batched_maker(env_id: str) -> Optional[Callable[[EnvContext, int], Any]]:

@@ -144,6 +144,7 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         i = 0
         try:
             with actions_prechecked():  # checked above: the copies do not check them again
+                self._before_steps(range(self.num_envs), actions)
                 for i, env_copy in enumerate(copies):
                     results.append(env_copy.step(actions[i]))
         except Exception as exc:
@@ -152,6 +153,11 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         self._book.record_step(results, [c.over for c in copies])
         obs, rewards, terminateds, truncateds, infos = map(list, zip(*results))
         return (deepcopy(obs) if self.copy else obs), rewards, terminateds, truncateds, infos
+
+    def _before_steps(self, rows: Sequence[int], actions: Sequence[Any]) -> None:
+        """Called with checked actions before the copies ``rows`` step one after another
+        (``actions[k]`` is copy ``rows[k]``'s): a subclass whose copies wait on others (the
+        external env's) hands every copy its actions first, so that the waits overlap."""
 
     # -- whoever is ready first (see marlhub.vector.ready) -------------------------------
 

@@ -1,0 +1,234 @@
+"""The simulator's side of the wire: :class:`PolicyClient`, RLlib's name, over gRPC.
+
+A simulator in another process (or on another machine) makes a
+``PolicyClient`` with its agents and spaces and calls the same five methods
+as an in-process :class:`~marlhub.external.simulator.ExternalMultiAgentEnv`:
+``start_episode``, ``get_action`` (blocks until the learner answers),
+``log_action``, ``log_returns`` and ``end_episode``. Episodes may run
+concurrently, from several threads of one client or from several clients.
+The learner's side listens (``marlhub.make_vec("external/HOST:PORT", N)``).
+
+A refused call raises :class:`~marlhub.errors.ExternalEnvError` with the
+server's message; a call on an episode the learner let go of (a reset
+mid-episode, a time-out) raises :class:`~marlhub.errors.EpisodeDroppedError`:
+start a new episode and go on.
+
+Example (the learner listens in this process, the simulator plays in a thread)::
+
+    import threading, gymnasium as gym, marlhub
+    from marlhub.external import PolicyClient
+
+    envs = marlhub.make_vec("external/127.0.0.1:0", 1, {"timeout": 10}, wait=False)
+    def simulator():
+        with PolicyClient(envs.address, possible_agents=["a"],
+                          observation_spaces={"a": gym.spaces.Discrete(3)},
+                          action_spaces={"a": gym.spaces.Discrete(2)}) as client:
+            episode = client.start_episode()
+            client.get_action(episode, {"a": 0})
+            client.end_episode(episode, {"a": 1})
+    threading.Thread(target=simulator).start()
+    obs, infos = envs.reset()
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import gymnasium as gym
+import numpy as np
+
+from marlhub.core import AgentID
+from marlhub.errors import EpisodeDroppedError, ExternalEnvError
+from marlhub.external.codec import WireValueError, decode, encode, space_message
+from marlhub.external.proto import load_wire
+
+__all__ = ["PolicyClient"]
+
+
+class PolicyClient:
+    """Connects a simulator to a learner listening at ``address``.
+
+    Args:
+        address: the learner's ``HOST:PORT``.
+        token: the learner's token (its config key ``token``), if it has one.
+        possible_agents: every agent of the simulator, in order.
+        observation_spaces, action_spaces: each agent's spaces (Box, Discrete,
+            MultiDiscrete, MultiBinary, or Dict and Tuple of them).
+        name: how the learner names this simulator in its messages.
+        connect_timeout: seconds to wait for the learner to listen.
+
+    Raises:
+        ExternalEnvError: nobody listens at ``address`` in time, or the learner refused
+            the connection (a wrong token, spaces that differ from the learner's, too many
+            simulators).
+    """
+
+    def __init__(self, address: str, *, token: Optional[str] = None,
+                 possible_agents: list[AgentID],
+                 observation_spaces: Mapping[AgentID, gym.Space],
+                 action_spaces: Mapping[AgentID, gym.Space], name: str = "",
+                 connect_timeout: float = 30.0) -> None:
+        import grpc
+
+        self.address = address
+        self.possible_agents = list(possible_agents)
+        self.observation_spaces = dict(observation_spaces)
+        self.action_spaces = dict(action_spaces)
+        self.closed = False
+        self._wire = wire = load_wire()
+        self._channel = grpc.insecure_channel(address)
+        messages = wire.messages
+        prefix = f"/{wire.service}/"
+        self._calls = {
+            name_: (self._channel.unary_stream if streamed else self._channel.unary_unary)(
+                prefix + name_, request_serializer=messages[request].SerializeToString,
+                response_deserializer=messages[response].FromString)
+            for name_, (request, response, streamed) in wire.rpcs.items()}
+        request = messages["ConnectRequest"](token=token or "", name=name)
+        try:
+            for agent in self.possible_agents:
+                item = request.agents.add(agent=str(agent))
+                item.observation.CopyFrom(space_message(self.observation_spaces[agent]))
+                item.action.CopyFrom(space_message(self.action_spaces[agent]))
+        except (KeyError, WireValueError) as exc:
+            self._channel.close()
+            raise ExternalEnvError(f"PolicyClient({address!r})", f"cannot declare the spaces: "
+                                   f"{exc}", "Give every agent an observation and an action "
+                                   "space the wire takes.") from None
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
+            self._stream = self._calls["Connect"](request, wait_for_ready=True)
+            self.session = next(self._stream).session
+        except grpc.FutureTimeoutError:
+            self._channel.close()
+            raise ExternalEnvError(f"PolicyClient({address!r})", f"no learner listens there "
+                                   f"(waited {connect_timeout:g} s)", "Start the learner first "
+                                   "(marlhub.make_vec('external/HOST:PORT', N)), or raise "
+                                   "connect_timeout.") from None
+        except grpc.RpcError as exc:
+            self._channel.close()
+            raise _error(exc, address, "Connect") from None
+        self.learner_gone = threading.Event()
+        threading.Thread(target=self._watch, daemon=True, name="marlhub-policy-client").start()
+
+    def _watch(self) -> None:
+        """Keep the Connect stream open (it says the simulator is alive) until either side ends."""
+        try:
+            for _ in self._stream:
+                pass
+        except Exception:  # grpc.RpcError: cancelled by close(), or the learner went away
+            pass
+        self.learner_gone.set()
+
+    def _call(self, name: str, **fields: Any) -> Any:
+        import grpc
+
+        if self.closed:
+            raise ExternalEnvError(f"PolicyClient({self.address!r})", f"{name}() after close()",
+                                   "Make a new PolicyClient.")
+        request = self._wire.messages[self._wire.rpcs[name][0]](session=self.session, **fields)
+        try:
+            return self._calls[name](request)
+        except grpc.RpcError as exc:
+            raise _error(exc, self.address, name) from None
+
+    def _values(self, values: Mapping[AgentID, Any], what: str) -> list[Any]:
+        items = []
+        for agent, value in _mapping(values, what).items():
+            item = self._wire.messages["AgentValue"](agent=str(agent))
+            item.value.CopyFrom(encode(value))
+            items.append(item)
+        return items
+
+    def start_episode(self, episode_id: Optional[str] = None,
+                      training_enabled: bool = True) -> str:
+        """Start an episode; return its id (a new one for None)."""
+        return self._call("StartEpisode", episode_id=episode_id or "",
+                          training_enabled=training_enabled).episode_id
+
+    def get_action(self, episode_id: str, observation_dict: Mapping[AgentID, Any]) -> dict:
+        """Return the learner's actions for the agents in ``observation_dict`` (blocks)."""
+        response = self._call("GetAction", episode_id=episode_id,
+                              observations=self._values(observation_dict, "observation_dict"))
+        try:
+            return {item.agent: decode(item.value, self.action_spaces[item.agent])
+                    for item in response.actions}
+        except (KeyError, WireValueError) as exc:
+            raise ExternalEnvError(f"episode {episode_id!r}", f"the learner answered an action "
+                                   f"this simulator cannot take: {exc}", "Check that both sides "
+                                   "declare the same spaces.") from None
+
+    def log_action(self, episode_id: str, observation_dict: Mapping[AgentID, Any],
+                   action_dict: Mapping[AgentID, Any]) -> None:
+        """Record actions the simulator took itself for these observations (off-policy)."""
+        self._call("LogAction", episode_id=episode_id,
+                   observations=self._values(observation_dict, "observation_dict"),
+                   actions=self._values(action_dict, "action_dict"))
+
+    def log_returns(self, episode_id: str, reward_dict: Mapping[AgentID, Any],
+                    info_dict: Optional[Mapping[AgentID, Any]] = None,
+                    done_dict: Optional[Mapping[AgentID, Any]] = None) -> None:
+        """Add rewards (summed into the learner's next step), infos, and agents that are done."""
+        messages = self._wire.messages
+        rewards = [messages["AgentReward"](agent=str(a), reward=float(r))
+                   for a, r in _mapping(reward_dict, "reward_dict").items()]
+        infos = [messages["AgentInfo"](agent=str(a), json=json.dumps(i, default=_jsonable))
+                 for a, i in _mapping(info_dict or {}, "info_dict").items()]
+        done = [str(a) for a, flag in _mapping(done_dict or {}, "done_dict").items()
+                if flag and a != "__all__"]
+        self._call("LogReturns", episode_id=episode_id, rewards=rewards, infos=infos,
+                   done_agents=done)
+
+    def end_episode(self, episode_id: str, observation_dict: Mapping[AgentID, Any]) -> None:
+        """End the episode (terminated) with the agents' final observations."""
+        self._call("EndEpisode", episode_id=episode_id,
+                   observations=self._values(observation_dict, "observation_dict"))
+
+    def close(self) -> None:
+        """Disconnect: the learner ends this simulator's running episodes, truncated."""
+        if self.closed:
+            return
+        try:
+            self._call("Disconnect")
+        except ExternalEnvError:
+            pass  # the learner is gone already
+        self.closed = True
+        self._stream.cancel()
+        self._channel.close()
+
+    def __enter__(self) -> "PolicyClient":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PolicyClient({self.address!r}, session={self.session[:8]})"
+
+
+def _error(exc: Any, address: str, call: str) -> ExternalEnvError:
+    code = exc.code().name if hasattr(exc, "code") else "UNKNOWN"
+    detail = exc.details() if hasattr(exc, "details") else str(exc)
+    if code == "ABORTED":
+        return EpisodeDroppedError(f"the learner at {address}", f"{call} was refused: {detail}",
+                                   "Start a new episode and go on.")
+    if code in ("UNAVAILABLE", "CANCELLED", "DEADLINE_EXCEEDED"):
+        return ExternalEnvError(f"the learner at {address}", f"{call} failed ({code}): {detail}",
+                                "The learner is gone or unreachable; connect again once it "
+                                "listens.")
+    return ExternalEnvError(f"the learner at {address}", f"{call} was refused ({code}): {detail}",
+                            "Fix the request as the message says.")
+
+
+def _mapping(value: Any, what: str) -> Mapping[AgentID, Any]:
+    if not isinstance(value, Mapping):
+        raise ExternalEnvError("PolicyClient", f"{what} must be a dict keyed by agent, got "
+                               f"{type(value).__name__}", "Pass {agent_id: value, ...}.")
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    return value.tolist() if isinstance(value, (np.ndarray, np.generic)) else str(value)

@@ -1,0 +1,224 @@
+"""Spaces and values on the wire: gymnasium spaces <-> ``Space`` messages, values <-> ``Value``.
+
+A value is decoded into its space's dtype and shape and checked against the
+space, so what reaches the learner (or the simulator) is always in the
+declared space; anything else raises :class:`WireValueError`, which says
+what was wrong. Encoding writes tensors as ``raw`` little-endian bytes (the
+fast path) or, with ``typed=True``, as typed lists, easy to read in any language
+(the server answers actions that way).
+
+Example:
+    >>> import gymnasium as gym
+    >>> space = gym.spaces.Box(0, 1, (2,), np.float32)
+    >>> space_from_message(space_message(space)) == space
+    True
+    >>> decode(encode(np.array([0.5, 1.0], np.float32)), space)
+    array([0.5, 1. ], dtype=float32)
+    >>> decode(encode(np.array([0.5, 2.0], np.float32)), space)
+    Traceback (most recent call last):
+    ...
+    marlhub.external.codec.WireValueError: [0.5 2. ] is not in Box(0.0, 1.0, (2,), float32)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from marlhub.external.proto import load_wire
+
+__all__ = ["WireValueError", "decode", "encode", "space_from_message", "space_message"]
+
+
+class WireValueError(ValueError):
+    """A value or space on the wire that is malformed or outside its declared space."""
+
+
+def _messages() -> dict[str, Any]:
+    return load_wire().messages
+
+
+# -- tensors ------------------------------------------------------------------------
+
+
+def tensor(array: Any, *, typed: bool = False) -> Any:
+    """The ``Tensor`` message of ``array``."""
+    array = np.asarray(array)
+    message = _messages()["Tensor"](shape=[int(n) for n in array.shape], dtype=array.dtype.name)
+    if not typed:
+        message.raw = np.ascontiguousarray(array, array.dtype.newbyteorder("<")).tobytes()
+    elif array.dtype.kind == "b":
+        message.bools.values.extend(array.ravel().tolist())
+    elif array.dtype.kind in "iu":
+        message.int64s.values.extend(array.ravel().astype(np.int64).tolist())
+    else:
+        message.doubles.values.extend(array.ravel().astype(np.float64).tolist())
+    return message
+
+
+def array_of(message: Any, dtype: Any = None) -> np.ndarray:
+    """The array a ``Tensor`` message holds, cast to ``dtype`` when given.
+
+    Raises:
+        WireValueError: no payload, a size that does not match the shape, or values
+            that ``dtype`` cannot hold exactly.
+    """
+    kind = message.WhichOneof("payload")
+    shape = tuple(int(n) for n in message.shape)
+    if kind is None:
+        if int(np.prod(shape)) != 0:
+            raise WireValueError(f"a tensor of shape {list(shape)} has no values")
+        return np.zeros(shape, dtype or np.float64)
+    if kind == "raw":
+        try:
+            raw_dtype = np.dtype(message.dtype or dtype).newbyteorder("<")
+            array = np.frombuffer(message.raw, raw_dtype)
+        except (TypeError, ValueError) as exc:
+            raise WireValueError(f"a raw tensor of dtype {message.dtype!r}: {exc}") from None
+    else:
+        values = getattr(message, kind).values
+        array = np.asarray(values, {"doubles": np.float64, "int64s": np.int64,
+                                    "bools": np.bool_}[kind])
+    if array.size != int(np.prod(shape)):
+        raise WireValueError(f"a tensor of shape {list(shape)} holds {array.size} values")
+    array = array.reshape(shape)
+    if dtype is not None and array.dtype != np.dtype(dtype):
+        cast = array.astype(dtype)
+        if not np.array_equal(cast, array, equal_nan=array.dtype.kind == "f"):
+            raise WireValueError(f"the values {array.tolist()!r:.80} do not fit dtype "
+                                 f"{np.dtype(dtype).name}")
+        array = cast
+    return array
+
+
+# -- values -------------------------------------------------------------------------
+
+
+def encode(value: Any, *, typed: bool = False) -> Any:
+    """The ``Value`` message of ``value`` (an array or number, or a dict or tuple of them)."""
+    Value = _messages()["Value"]
+    if isinstance(value, dict):
+        message = Value()
+        message.dict.SetInParent()
+        for name, item in value.items():
+            message.dict.items.add(name=str(name)).value.CopyFrom(encode(item, typed=typed))
+        return message
+    if isinstance(value, tuple):
+        message = Value()
+        message.tuple.SetInParent()
+        for item in value:
+            message.tuple.items.add().CopyFrom(encode(item, typed=typed))
+        return message
+    return Value(tensor=tensor(value, typed=typed))
+
+
+def decode(message: Any, space: gym.Space) -> Any:
+    """The value ``message`` holds, as a member of ``space`` (its dtype and shape).
+
+    Raises:
+        WireValueError: a value of the wrong structure, shape or dtype, or outside ``space``.
+    """
+    kind = message.WhichOneof("kind")
+    if isinstance(space, gym.spaces.Dict):
+        if kind != "dict":
+            raise WireValueError(f"expected a dict value for {space}, got {kind or 'nothing'}")
+        items = {item.name: item.value for item in message.dict.items}
+        if set(items) != set(space.spaces):
+            raise WireValueError(f"a dict value with keys {sorted(items)} for a Dict space "
+                                 f"with keys {sorted(space.spaces)}")
+        return {name: decode(items[name], sub) for name, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        if kind != "tuple" or len(message.tuple.items) != len(space.spaces):
+            raise WireValueError(f"expected a tuple value of {len(space.spaces)} items for "
+                                 f"{space}")
+        return tuple(decode(item, sub) for item, sub in zip(message.tuple.items, space.spaces))
+    if kind != "tensor":
+        raise WireValueError(f"expected a tensor for {space}, got {kind or 'nothing'}")
+    array = array_of(message.tensor, space.dtype)
+    if isinstance(space, gym.spaces.Discrete):
+        if array.shape != ():
+            raise WireValueError(f"a Discrete action is a scalar, got shape {list(array.shape)}")
+        value: Any = array[()]
+    elif array.shape != space.shape:
+        raise WireValueError(f"shape {list(array.shape)} for {space} (shape "
+                             f"{list(space.shape or ())})")
+    else:
+        value = array
+    if not space.contains(value):
+        raise WireValueError(f"{value} is not in {space}")
+    return value
+
+
+# -- spaces -------------------------------------------------------------------------
+
+
+def space_message(space: gym.Space) -> Any:
+    """The ``Space`` message of ``space``.
+
+    Raises:
+        WireValueError: a space the wire has no message for (Text, Graph, Sequence...).
+    """
+    Space = _messages()["Space"]
+    message = Space()
+    if isinstance(space, gym.spaces.Box):
+        message.box.low.CopyFrom(tensor(space.low))
+        message.box.high.CopyFrom(tensor(space.high))
+        message.box.dtype = space.dtype.name
+    elif isinstance(space, gym.spaces.Discrete):
+        message.discrete.n = int(space.n)
+        message.discrete.start = int(space.start)
+    elif isinstance(space, gym.spaces.MultiDiscrete):
+        message.multi_discrete.nvec.CopyFrom(tensor(space.nvec))
+        message.multi_discrete.start.CopyFrom(tensor(space.start))
+        message.multi_discrete.dtype = space.dtype.name
+    elif isinstance(space, gym.spaces.MultiBinary):
+        message.multi_binary.shape.extend(int(n) for n in np.atleast_1d(space.n))
+    elif isinstance(space, gym.spaces.Dict):
+        message.dict.SetInParent()
+        for name, sub in space.spaces.items():
+            message.dict.items.add(name=str(name)).space.CopyFrom(space_message(sub))
+    elif isinstance(space, gym.spaces.Tuple):
+        message.tuple.SetInParent()
+        for sub in space.spaces:
+            message.tuple.items.add().CopyFrom(space_message(sub))
+    else:
+        raise WireValueError(f"{space} has no message on the wire: external envs take Box, "
+                             "Discrete, MultiDiscrete, MultiBinary, and Dict or Tuple of them")
+    return message
+
+
+def space_from_message(message: Any) -> gym.Space:
+    """The gymnasium space a ``Space`` message describes.
+
+    Raises:
+        WireValueError: an empty or malformed space message.
+    """
+    kind = message.WhichOneof("kind")
+    try:
+        if kind == "box":
+            dtype = np.dtype(message.box.dtype or "float32")
+            low, high = array_of(message.box.low), array_of(message.box.high)
+            return gym.spaces.Box(low.astype(dtype), high.astype(dtype), low.shape, dtype)
+        if kind == "discrete":
+            return gym.spaces.Discrete(int(message.discrete.n), start=int(message.discrete.start))
+        if kind == "multi_discrete":
+            field = message.multi_discrete
+            start = array_of(field.start) if field.HasField("start") else None
+            return gym.spaces.MultiDiscrete(array_of(field.nvec), np.dtype(field.dtype or "int64"),
+                                            start=start)
+        if kind == "multi_binary":
+            shape = [int(n) for n in message.multi_binary.shape]
+            return gym.spaces.MultiBinary(shape[0] if len(shape) == 1 else shape)
+        if kind == "dict":
+            return gym.spaces.Dict({item.name: space_from_message(item.space)
+                                    for item in message.dict.items})
+        if kind == "tuple":
+            return gym.spaces.Tuple([space_from_message(item) for item in message.tuple.items])
+    except WireValueError:
+        raise
+    except (TypeError, ValueError, AssertionError) as exc:
+        raise WireValueError(f"a malformed {kind} space: {exc}") from None
+    raise WireValueError("a space message with no kind (set box, discrete, multi_discrete, "
+                         "multi_binary, dict or tuple)")

@@ -1,0 +1,344 @@
+"""The learner's side of the wire: a gRPC server that simulators connect to as clients.
+
+:class:`PolicyServer` listens at ``HOST:PORT`` (loopback unless told
+otherwise) and serves the ``ExternalEnv`` service of ``external.proto``. A
+simulator calls ``Connect`` with its agents and spaces (the first one fixes
+them unless the learner gave them; a simulator whose spaces differ is refused
+at connect) and keeps that stream open while it plays; the other calls feed
+the :class:`~marlhub.external.episodes.EpisodeBook` that the learner's hub
+env reads. When a Connect stream closes (the simulator disconnected or died),
+its running episodes end, truncated. A malformed request, a value outside
+its space or a bad token gets an error status saying what was wrong; the
+server goes on serving the others.
+
+Example:
+    >>> server = PolicyServer("127.0.0.1:0")
+    >>> server.port > 0, server.book is None
+    (True, True)
+    >>> server.stop()
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from concurrent import futures
+from typing import Any, Callable, Optional
+
+import gymnasium as gym
+
+from marlhub.core import AgentID
+from marlhub.errors import EpisodeDroppedError, ExternalEnvError, ExternalTimeoutError
+from marlhub.external.codec import WireValueError, decode, encode, space_from_message
+from marlhub.external.episodes import DEFAULT_MAX_EPISODES, EpisodeBook
+from marlhub.external.proto import load_wire
+
+__all__ = ["DEFAULT_MAX_CLIENTS", "PolicyServer"]
+
+#: How many simulators may be connected at once, unless told otherwise.
+DEFAULT_MAX_CLIENTS = 64
+
+
+class _Refused(Exception):
+    """A request refused with a gRPC status code name and a message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class PolicyServer:
+    """Listens for simulators at ``address`` and writes their calls into :attr:`book`.
+
+    Args:
+        address: ``HOST:PORT`` to listen at (port 0: any free port, see :attr:`port`).
+        token: the token simulators must send (None: none needed).
+        max_clients: how many simulators may be connected at once.
+        max_episodes: how many episodes may run at once.
+        spaces: ``(possible_agents, observation_spaces, action_spaces)`` the simulators must
+            declare; None: the first simulator to connect fixes them.
+
+    Attributes:
+        book: the episodes (None until the spaces are known).
+        port: the port listened at.
+    """
+
+    def __init__(self, address: str, *, token: Optional[str] = None,
+                 max_clients: int = DEFAULT_MAX_CLIENTS,
+                 max_episodes: int = DEFAULT_MAX_EPISODES,
+                 spaces: Optional[tuple[list[AgentID], Mapping[AgentID, gym.Space],
+                                        Mapping[AgentID, gym.Space]]] = None) -> None:
+        import grpc
+
+        self.address = address
+        self.token = token
+        self.max_clients = max_clients
+        self.max_episodes = max_episodes
+        self.book: Optional[EpisodeBook] = None
+        self.sessions: dict[str, str] = {}  # session -> the simulator's name
+        self._lock = threading.Condition()
+        self._stopping = threading.Event()
+        self._wire = load_wire()
+        if spaces is not None:
+            self.book = self._new_book(*spaces)
+        # Each connected simulator holds a thread (its Connect stream), each episode waiting
+        # for an answer another.
+        self._server = grpc.server(futures.ThreadPoolExecutor(
+            max_workers=2 * max_clients + 8, thread_name_prefix="marlhub-policy-server"),
+            options=[("grpc.so_reuseport", 0)])  # a second learner on a taken port: refused
+        self._server.add_generic_rpc_handlers((self._handlers(grpc),))
+        host = address.rsplit(":", 1)[0]
+        try:
+            self.port = self._server.add_insecure_port(address)
+        except RuntimeError as exc:
+            raise ExternalEnvError(f"external/{address}", f"cannot listen there ({exc})",
+                                   "Pick a free port (0: any) on an address of this "
+                                   "machine.") from None
+        if not self.port:
+            raise ExternalEnvError(f"external/{address}", "cannot listen there (the port is "
+                                   "taken, or the host is not this machine's)",
+                                   "Pick a free port (0: any), e.g. external/127.0.0.1:0.")
+        self.address = f"{host}:{self.port}"
+        self._server.start()
+
+    def _new_book(self, agents: list[AgentID], observation_spaces: Mapping[AgentID, gym.Space],
+                  action_spaces: Mapping[AgentID, gym.Space]) -> EpisodeBook:
+        return EpisodeBook(list(agents), observation_spaces, action_spaces,
+                           max_episodes=self.max_episodes, name=f"external/{self.address}")
+
+    def wait_for_book(self, timeout: float) -> EpisodeBook:
+        """Return :attr:`book`, waiting up to ``timeout`` s for a simulator to fix the spaces.
+
+        Raises:
+            ExternalTimeoutError: no simulator connected in time.
+        """
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self.book is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ExternalTimeoutError(
+                        f"external/{self.address}", f"no simulator connected within "
+                        f"timeout={timeout:g} s, so the agents and spaces are unknown",
+                        "Start a simulator: marlhub.external.PolicyClient("
+                        f"'{self.address}', possible_agents=..., observation_spaces=..., "
+                        "action_spaces=...), give the spaces in the config "
+                        "('possible_agents', 'observation_spaces', 'action_spaces'), or raise "
+                        "'timeout'.")
+                self._lock.wait(left)
+        return self.book
+
+    def describe(self) -> str:
+        """Who is connected, for the learner's time-out messages."""
+        with self._lock:
+            names = sorted(self.sessions.values())
+        if not names:
+            return f"no simulator is connected to {self.address}"
+        return f"{len(names)} simulators connected to {self.address}: {', '.join(names[:5])}"
+
+    def stop(self) -> None:
+        """Stop serving: running episodes end, waiting simulators get an error status."""
+        self._stopping.set()
+        if self.book is not None:
+            self.book.close("the learner closed the env")
+        self._server.stop(grace=0.5).wait(5.0)
+
+    # -- the service -------------------------------------------------------------------
+
+    def _handlers(self, grpc: Any) -> Any:
+        messages = self._wire.messages
+        calls: dict[str, Callable[[Any], Any]] = {
+            "StartEpisode": self._start_episode, "GetAction": self._get_action,
+            "LogAction": self._log_action, "LogReturns": self._log_returns,
+            "EndEpisode": self._end_episode, "Disconnect": self._disconnect}
+        table = {}
+        for name, (request, response, streamed) in self._wire.rpcs.items():
+            parse = _parser(messages[request], grpc)
+            if streamed:
+                table[name] = grpc.unary_stream_rpc_method_handler(
+                    lambda raw, context, parse=parse: self._connect(parse(raw, context), context),
+                    response_serializer=messages[response].SerializeToString)
+            else:
+                table[name] = grpc.unary_unary_rpc_method_handler(
+                    _guarded(calls[name], parse, grpc),
+                    response_serializer=messages[response].SerializeToString)
+        return grpc.method_handlers_generic_handler(self._wire.service, table)
+
+    def _connect(self, request: Any, context: Any) -> Any:
+        import grpc
+
+        try:
+            name = self._admit(request)
+        except _Refused as refused:
+            context.abort(getattr(grpc.StatusCode, refused.code), str(refused))
+            return  # abort() raises; this is for readers
+        session = uuid.uuid4().hex
+        with self._lock:
+            self.sessions[session] = name
+        closed = threading.Event()
+        context.add_callback(closed.set)
+        try:
+            yield self._wire.messages["ConnectResponse"](session=session,
+                                                          max_episodes=self.max_episodes)
+            while not closed.wait(0.25) and not self._stopping.is_set():
+                pass
+        finally:
+            with self._lock:
+                self.sessions.pop(session, None)
+            if self.book is not None:
+                self.book.disconnect(session, f"the simulator {name} disconnected")
+
+    def _admit(self, request: Any) -> str:
+        if self.token and request.token != self.token:
+            raise _Refused("UNAUTHENTICATED", "a wrong or missing token: pass the learner's "
+                           "token (config key 'token') as PolicyClient(..., token=...)")
+        try:
+            agents = [item.agent for item in request.agents]
+            observation = {i.agent: space_from_message(i.observation) for i in request.agents}
+            action = {i.agent: space_from_message(i.action) for i in request.agents}
+        except WireValueError as exc:
+            raise _Refused("INVALID_ARGUMENT", f"Connect declares a bad space: {exc}") from None
+        if not agents or len(set(agents)) != len(agents):
+            raise _Refused("INVALID_ARGUMENT", f"Connect must declare each agent once, with its "
+                           f"spaces; got {agents}")
+        with self._lock:
+            if len(self.sessions) >= self.max_clients:
+                raise _Refused("RESOURCE_EXHAUSTED", f"{self.max_clients} simulators are "
+                               "connected already (the learner's 'max_clients')")
+            if self.book is None:
+                self.book = self._new_book(agents, observation, action)
+                self._lock.notify_all()
+            else:
+                problem = _disagreement(self.book, agents, observation, action)
+                if problem:
+                    raise _Refused("FAILED_PRECONDITION", f"the simulator's agents or spaces "
+                                   f"differ from the learner's: {problem}")
+        return request.name or f"client-{len(self.sessions)}"
+
+    def _session(self, request: Any) -> tuple[EpisodeBook, str]:
+        session = request.session
+        with self._lock:
+            known = session in self.sessions
+        if not known or self.book is None:
+            raise _Refused("UNAUTHENTICATED", "an unknown session: call Connect first, keep its "
+                           "stream open, and send the session it returned")
+        return self.book, session
+
+    def _episode_of(self, book: EpisodeBook, session: str, episode_id: str) -> str:
+        episode = book.episodes.get(episode_id)
+        if episode is not None and episode.owner != session:
+            raise _Refused("PERMISSION_DENIED", f"episode {episode_id!r} belongs to another "
+                           "simulator")
+        return episode_id
+
+    def _values(self, book: EpisodeBook, items: Any, spaces: Mapping[AgentID, gym.Space],
+                what: str) -> dict[AgentID, Any]:
+        values = {}
+        for item in items:
+            if item.agent not in spaces:
+                raise _Refused("INVALID_ARGUMENT", f"{what} of the unknown agent {item.agent!r} "
+                               f"(the agents are {book.possible_agents})")
+            if item.agent in values:
+                raise _Refused("INVALID_ARGUMENT", f"two {what}s of agent {item.agent!r}")
+            try:
+                values[item.agent] = decode(item.value, spaces[item.agent])
+            except WireValueError as exc:
+                raise _Refused("INVALID_ARGUMENT", f"the {what} of agent {item.agent!r}: {exc}") \
+                    from None
+        return values
+
+    def _start_episode(self, request: Any) -> Any:
+        book, session = self._session(request)
+        episode_id = book.start_episode(request.episode_id or None, request.training_enabled,
+                                        owner=session)
+        return self._wire.messages["StartEpisodeResponse"](episode_id=episode_id)
+
+    def _get_action(self, request: Any) -> Any:
+        book, session = self._session(request)
+        episode_id = self._episode_of(book, session, request.episode_id)
+        obs = self._values(book, request.observations, book.observation_spaces, "observation")
+        actions = book.get_action(episode_id, obs)
+        response = self._wire.messages["GetActionResponse"]()
+        for agent, action in actions.items():
+            response.actions.add(agent=agent).value.CopyFrom(encode(action, typed=True))
+        return response
+
+    def _log_action(self, request: Any) -> Any:
+        book, session = self._session(request)
+        episode_id = self._episode_of(book, session, request.episode_id)
+        obs = self._values(book, request.observations, book.observation_spaces, "observation")
+        actions = self._values(book, request.actions, book.action_spaces, "action")
+        book.log_action(episode_id, obs, actions)
+        return self._wire.messages["Ack"]()
+
+    def _log_returns(self, request: Any) -> Any:
+        book, session = self._session(request)
+        episode_id = self._episode_of(book, session, request.episode_id)
+        rewards: dict[AgentID, float] = {}
+        for item in request.rewards:
+            rewards[item.agent] = rewards.get(item.agent, 0.0) + item.reward
+        try:
+            infos = {item.agent: json.loads(item.json) if item.json else {}
+                     for item in request.infos}
+        except ValueError as exc:
+            raise _Refused("INVALID_ARGUMENT", f"an info that is no JSON: {exc}") from None
+        book.log_returns(episode_id, rewards, infos, {a: True for a in request.done_agents})
+        return self._wire.messages["Ack"]()
+
+    def _end_episode(self, request: Any) -> Any:
+        book, session = self._session(request)
+        episode_id = self._episode_of(book, session, request.episode_id)
+        obs = self._values(book, request.observations, book.observation_spaces, "observation")
+        book.end_episode(episode_id, obs)
+        return self._wire.messages["Ack"]()
+
+    def _disconnect(self, request: Any) -> Any:
+        book, session = self._session(request)
+        with self._lock:
+            name = self.sessions.pop(session, "")
+        book.disconnect(session, f"the simulator {name} disconnected")
+        return self._wire.messages["Ack"]()
+
+
+def _parser(message_class: Any, grpc: Any) -> Callable[[bytes, Any], Any]:
+    def parse(raw: bytes, context: Any) -> Any:
+        try:
+            return message_class.FromString(raw)
+        except Exception as exc:  # protobuf's DecodeError, or worse
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request does not parse as "
+                          f"{message_class.DESCRIPTOR.full_name}: {exc}")
+    return parse
+
+
+def _guarded(call: Callable[[Any], Any], parse: Callable[[bytes, Any], Any],
+             grpc: Any) -> Callable[[bytes, Any], Any]:
+    """``call`` with its refusals and the book's errors turned into gRPC statuses."""
+    def handler(raw: bytes, context: Any) -> Any:
+        request = parse(raw, context)
+        try:
+            return call(request)
+        except _Refused as refused:
+            context.abort(getattr(grpc.StatusCode, refused.code), str(refused))
+        except EpisodeDroppedError as exc:
+            context.abort(grpc.StatusCode.ABORTED, str(exc))
+        except ExternalEnvError as exc:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+    return handler
+
+
+def _disagreement(book: EpisodeBook, agents: list[AgentID],
+                  observation: Mapping[AgentID, gym.Space],
+                  action: Mapping[AgentID, gym.Space]) -> str:
+    """What differs between the book's agents and spaces and a simulator's ("" if nothing)."""
+    if agents != book.possible_agents:
+        return f"agents {agents} vs {book.possible_agents}"
+    for agent in agents:
+        for kind, theirs, ours in (("observation", observation, book.observation_spaces),
+                                   ("action", action, book.action_spaces)):
+            if theirs[agent] != ours[agent]:
+                return f"the {kind} space of {agent!r} is {theirs[agent]}, the learner's " \
+                       f"{ours[agent]}"
+    return ""
