@@ -22,11 +22,14 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from marlhub.external.episodes import in_space
 from marlhub.external.proto import load_wire
 
 __all__ = ["WireValueError", "decode", "encode", "space_from_message", "space_message"]
@@ -40,16 +43,30 @@ def _messages() -> dict[str, Any]:
     return load_wire().messages
 
 
+@functools.lru_cache(maxsize=None)
+def _name(dtype: np.dtype) -> str:
+    """``dtype.name``, which numpy computes in Python on every read."""
+    return dtype.name
+
+
+@functools.lru_cache(maxsize=None)
+def _little_endian(dtype: np.dtype) -> np.dtype:
+    return dtype.newbyteorder("<")
+
+
 # -- tensors ------------------------------------------------------------------------
 
 
 def tensor(array: Any, *, typed: bool = False) -> Any:
     """The ``Tensor`` message of ``array``."""
     array = np.asarray(array)
-    message = _messages()["Tensor"](shape=[int(n) for n in array.shape], dtype=array.dtype.name)
+    Tensor = _messages()["Tensor"]
+    dtype = array.dtype
     if not typed:
-        message.raw = np.ascontiguousarray(array, array.dtype.newbyteorder("<")).tobytes()
-    elif array.dtype.kind == "b":
+        return Tensor(shape=array.shape, dtype=_name(dtype),
+                      raw=np.ascontiguousarray(array, _little_endian(dtype)).tobytes())
+    message = Tensor(shape=array.shape, dtype=_name(dtype))
+    if array.dtype.kind == "b":
         message.bools.values.extend(array.ravel().tolist())
     elif array.dtype.kind in "iu":
         message.int64s.values.extend(array.ravel().astype(np.int64).tolist())
@@ -59,19 +76,24 @@ def tensor(array: Any, *, typed: bool = False) -> Any:
 
 
 def array_of(message: Any, dtype: Any = None) -> np.ndarray:
-    """The array a ``Tensor`` message holds, cast to ``dtype`` when given.
+    """The array a ``Tensor`` message holds, cast to ``dtype`` (a numpy dtype) when given.
 
     Raises:
         WireValueError: no payload, a size that does not match the shape, or values
             that ``dtype`` cannot hold exactly.
     """
     kind = message.WhichOneof("payload")
-    shape = tuple(int(n) for n in message.shape)
+    shape = tuple(message.shape)
+    size = math.prod(shape)
     if kind is None:
-        if int(np.prod(shape)) != 0:
+        if size != 0:
             raise WireValueError(f"a tensor of shape {list(shape)} has no values")
         return np.zeros(shape, dtype or np.float64)
     if kind == "raw":
+        if dtype is not None and message.dtype == _name(dtype):  # the fast path
+            raw_dtype = _little_endian(dtype)
+            if len(message.raw) == size * raw_dtype.itemsize:
+                return np.frombuffer(message.raw, raw_dtype).reshape(shape).astype(dtype)
         try:
             raw_dtype = np.dtype(message.dtype or dtype).newbyteorder("<")
             array = np.frombuffer(message.raw, raw_dtype)
@@ -81,7 +103,7 @@ def array_of(message: Any, dtype: Any = None) -> np.ndarray:
         values = getattr(message, kind).values
         array = np.asarray(values, {"doubles": np.float64, "int64s": np.int64,
                                     "bools": np.bool_}[kind])
-    if array.size != int(np.prod(shape)):
+    if array.size != size:
         raise WireValueError(f"a tensor of shape {list(shape)} holds {array.size} values")
     array = array.reshape(shape)
     if dtype is not None and array.dtype != np.dtype(dtype):
@@ -99,6 +121,11 @@ def array_of(message: Any, dtype: Any = None) -> np.ndarray:
 def encode(value: Any, *, typed: bool = False) -> Any:
     """The ``Value`` message of ``value`` (an array or number, or a dict or tuple of them)."""
     Value = _messages()["Value"]
+    if typed and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        # the answer to most decisions: one int, as a typed scalar
+        dtype = np.dtype(np.int64) if type(value) is int else value.dtype
+        return Value(tensor=_messages()["Tensor"](int64s={"values": [int(value)]},
+                                                   dtype=_name(dtype)))
     if isinstance(value, dict):
         message = Value()
         message.dict.SetInParent()
@@ -111,7 +138,7 @@ def encode(value: Any, *, typed: bool = False) -> Any:
         for item in value:
             message.tuple.items.add().CopyFrom(encode(item, typed=typed))
         return message
-    return Value(tensor=tensor(value, typed=typed))
+    return Value(tensor=tensor(value, typed=typed))  # (Value(tensor=...) copies it once)
 
 
 def decode(message: Any, space: gym.Space) -> Any:
@@ -136,6 +163,11 @@ def decode(message: Any, space: gym.Space) -> Any:
         return tuple(decode(item, sub) for item, sub in zip(message.tuple.items, space.spaces))
     if kind != "tensor":
         raise WireValueError(f"expected a tensor for {space}, got {kind or 'nothing'}")
+    if type(space) is gym.spaces.Discrete and message.tensor.WhichOneof("payload") == "int64s" \
+            and not message.tensor.shape:  # the answer to most decisions: one int
+        values = message.tensor.int64s.values
+        if len(values) == 1 and in_space(space, values[0]):
+            return space.dtype.type(values[0])
     array = array_of(message.tensor, space.dtype)
     if isinstance(space, gym.spaces.Discrete):
         if array.shape != ():
@@ -146,7 +178,7 @@ def decode(message: Any, space: gym.Space) -> Any:
                              f"{list(space.shape or ())})")
     else:
         value = array
-    if not space.contains(value):
+    if not in_space(space, value):
         raise WireValueError(f"{value} is not in {space}")
     return value
 

@@ -48,6 +48,7 @@ from typing import Any, Optional
 
 from marlhub.core import ALL, COMMON, AgentID, MultiAgentEnv
 from marlhub.episode.actions import ActionChecker, action_masks
+from marlhub.episode.prechecked import actions_are_prechecked
 from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
 from marlhub.errors import ExternalTimeoutError
 from marlhub.external.episodes import DECIDE, END, LOGGED, Episode, EpisodeBook, Event
@@ -154,10 +155,14 @@ class ExternalCopy(MultiAgentEnv):
         require_running(self.name, NOT_RESET if event is None else
                         EPISODE_OVER if event.kind == END else None)
         assert event is not None and self.episode is not None
-        actions = self._checker.check_dict(
-            f"copy {self.index} of {self.name}", action_dict, actors=list(event.obs),
-            possible_agents=self.possible_agents,
-            masks=action_masks(list(event.obs), event.obs, event.infos))
+        if actions_are_prechecked():  # checked once, by the vector env
+            actions = action_dict
+        else:
+            actors = list(event.obs)
+            actions = self._checker.check_dict(
+                f"copy {self.index} of {self.name}", action_dict, actors=actors,
+                possible_agents=self.possible_agents,
+                masks=action_masks(actors, event.obs, event.infos))
         if event.kind == DECIDE:
             self.book.answer(event, dict(actions))
         self.answered = True

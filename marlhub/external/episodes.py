@@ -44,9 +44,10 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.core import ALL, AgentID
+from marlhub.episode.actions import fast_check
 from marlhub.errors import EpisodeDroppedError, ExternalEnvError
 
-__all__ = ["DECIDE", "END", "LOGGED", "Episode", "EpisodeBook", "Event"]
+__all__ = ["DECIDE", "END", "LOGGED", "Episode", "EpisodeBook", "Event", "in_space"]
 
 #: An event in which agents ask for actions (``get_action``).
 DECIDE = "decide"
@@ -63,6 +64,30 @@ ENDED = "it ended (end_episode)"
 MAX_REMEMBERED_DROPS = 1024
 
 
+_QUICK: dict[int, tuple[gym.Space, Any]] = {}  # id(space) -> (space, its quick check)
+
+
+def in_space(space: gym.Space, value: Any) -> bool:
+    """Whether ``value`` is in ``space``: the quick check of Discrete and Box spaces
+    (:func:`~marlhub.episode.actions.fast_check`) first, then ``space.contains``.
+
+    Example:
+        >>> in_space(gym.spaces.Discrete(3), 2), in_space(gym.spaces.Discrete(3), 3)
+        (True, False)
+    """
+    entry = _QUICK.get(id(space))
+    if entry is None or entry[0] is not space:
+        entry = _QUICK[id(space)] = (space, fast_check(space))
+    quick = entry[1]
+    return (quick is not None and quick(value, None)) or bool(space.contains(value))
+
+
+def _held_lock() -> Any:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
 @dataclass
 class Event:
     """One step's worth of what a simulator said: observations, and what came since the last.
@@ -75,7 +100,7 @@ class Event:
         done: the agents ``log_returns`` said are done since the last event.
         actions: the actions the simulator took itself (:data:`LOGGED`).
         truncated: an :data:`END` by disconnect or time-out (else terminated).
-        answer: the learner's actions (:data:`DECIDE`), once ``answered`` is set.
+        answer: the learner's actions (:data:`DECIDE`), once :meth:`answered` is True.
     """
 
     kind: str
@@ -87,7 +112,25 @@ class Event:
     truncated: bool = False
     why: str = ""
     answer: Any = None
-    answered: threading.Event = field(default_factory=threading.Event)
+    # Held until the answer is in: the simulator's call waits by acquiring it (a bare lock
+    # hands over quicker than a threading.Event).
+    _unanswered: Any = field(default_factory=_held_lock)
+
+    def answered(self) -> bool:
+        """Whether the learner answered (or the episode was let go of)."""
+        return not self._unanswered.locked()
+
+    def wait_for_answer(self) -> Any:
+        """Wait for :attr:`answer`; return it."""
+        self._unanswered.acquire()
+        self._unanswered.release()
+        return self.answer
+
+    def set_answer(self, answer: Any) -> None:
+        """Hand ``answer`` to the waiting call (once)."""
+        if self._unanswered.locked():
+            self.answer = answer
+            self._unanswered.release()
 
 
 class Episode:
@@ -161,18 +204,22 @@ class EpisodeBook:
             self._waiting.append(episode)
         return episode_id
 
-    def get_action(self, episode_id: str, observation_dict: Mapping[AgentID, Any]) -> dict:
+    def get_action(self, episode_id: str, observation_dict: Mapping[AgentID, Any], *,
+                   in_spaces: bool = False) -> dict:
         """Ask the learner for the actions of the agents in ``observation_dict``; wait for them.
+
+        ``in_spaces``: the values were found in their spaces already (the server decoded them).
 
         Raises:
             ExternalEnvError: a bad observation dict, an unknown or ended episode, or an
                 episode the learner dropped or closed while this call waited.
         """
-        event = self._append(episode_id, DECIDE, "get_action", observation_dict)
-        event.answered.wait()
-        if isinstance(event.answer, ExternalEnvError):
-            raise event.answer
-        return event.answer
+        event = self._append(episode_id, DECIDE, "get_action", observation_dict,
+                             in_spaces=in_spaces)
+        answer = event.wait_for_answer()
+        if isinstance(answer, ExternalEnvError):
+            raise answer
+        return answer
 
     def log_action(self, episode_id: str, observation_dict: Mapping[AgentID, Any],
                    action_dict: Mapping[AgentID, Any]) -> None:
@@ -287,8 +334,7 @@ class EpisodeBook:
 
     def answer(self, event: Event, actions: Any) -> None:
         """Hand ``actions`` to the ``get_action`` call that waits for them."""
-        event.answer = actions
-        event.answered.set()
+        event.set_answer(actions)
 
     def drop(self, episode: Episode, why: str) -> None:
         """Let go of an episode the learner will not play on: its waiting call raises ``why``."""
@@ -311,11 +357,13 @@ class EpisodeBook:
     # -- inside --------------------------------------------------------------------
 
     def _append(self, episode_id: str, kind: str, call: str, observation_dict: Any,
-                action_dict: Any = None, allow_empty: bool = False) -> Event:
+                action_dict: Any = None, allow_empty: bool = False,
+                in_spaces: bool = False) -> Event:
         source = f"episode {episode_id!r}"
         with self.changed:
             episode = self._running(episode_id, call)
-            obs = self._observations(source, episode, call, observation_dict, allow_empty)
+            obs = self._observations(source, episode, call, observation_dict, allow_empty,
+                                     in_spaces)
             actions = None if action_dict is None else self._actions(source, obs, action_dict)
             event = Event(kind, obs, episode.rewards, episode.infos, episode.done, actions)
             episode.rewards, episode.infos, episode.gone = {}, {}, episode.gone | episode.done
@@ -343,7 +391,7 @@ class EpisodeBook:
     def _release(self, episode: Episode, why: str) -> None:
         """Make the episode's waiting ``get_action`` raise :class:`EpisodeDroppedError`."""
         for event in [episode.taken, *episode.events]:
-            if event is not None and event.kind == DECIDE and not event.answered.is_set():
+            if event is not None and event.kind == DECIDE and not event.answered():
                 self.answer(event, EpisodeDroppedError(f"episode {episode.id!r}", why,
                                                        "Start a new episode and go on."))
 
@@ -390,7 +438,7 @@ class EpisodeBook:
                                    "of its episode.")
 
     def _observations(self, source: str, episode: Episode, call: str, observation_dict: Any,
-                      allow_empty: bool) -> dict[AgentID, Any]:
+                      allow_empty: bool, in_spaces: bool = False) -> dict[AgentID, Any]:
         obs = _mapping(source, "observation_dict", observation_dict)
         if not obs and not allow_empty:
             raise ExternalEnvError(source, f"{call}() got no observation", "Pass the "
@@ -402,7 +450,7 @@ class EpisodeBook:
                                        f"{agent!r}, which log_returns() said is done",
                                        "Leave done agents out of the observation dicts.")
             space = self.observation_spaces[agent]
-            if not space.contains(value):
+            if not in_spaces and not in_space(space, value):
                 raise ExternalEnvError(source, f"{call}() got the observation {value!r:.80} for "
                                        f"agent {agent!r}, which is not in {space}",
                                        "Send observations inside the agent's observation space "
@@ -417,7 +465,7 @@ class EpisodeBook:
                                    "Log one action for each agent observed.")
         for agent, action in actions.items():
             space = self.action_spaces[agent]
-            if not space.contains(action):
+            if not in_space(space, action):
                 raise ExternalEnvError(source, f"log_action() got the action {action!r:.80} for "
                                        f"agent {agent!r}, which is not in {space}",
                                        "Log actions inside the agent's action space.")

@@ -260,7 +260,7 @@ class PolicyServer:
         book, session = self._session(request)
         episode_id = self._episode_of(book, session, request.episode_id)
         obs = self._values(book, request.observations, book.observation_spaces, "observation")
-        actions = book.get_action(episode_id, obs)
+        actions = book.get_action(episode_id, obs, in_spaces=True)
         response = self._wire.messages["GetActionResponse"]()
         for agent, action in actions.items():
             response.actions.add(agent=agent).value.CopyFrom(encode(action, typed=True))

@@ -84,6 +84,17 @@ class RayEnvCreator:
             hub = registry.make(self.env_id, ctx)
         return to_rllib(hub, check=self.check)
 
+    def make_vector(self, config: Optional[Mapping[str, Any]], num_envs: int) -> Any:
+        """The vector env of ``num_envs`` copies the id's family makes itself (``external/``:
+        one server, the copies its concurrent episodes), or None for ids made copy by copy.
+        :class:`~marlhub.vector.rllib.VectorEnvRunner` asks for it."""
+        from marlhub.registry.vector import make_vec, own_vector_maker
+
+        if self.creator is not None or own_vector_maker(self.env_id) is None:
+            return None
+        return make_vec(self.env_id, num_envs, to_marlhub_context(config),
+                        autoreset_mode="next_step")
+
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, RayEnvCreator)

@@ -33,7 +33,8 @@ from marlhub.vector import (
     VectorMultiAgentEnv,
 )
 
-__all__ = ["VECTORIZATION_MODES", "RegistryEnvFn", "batched_maker", "env_fns_for", "make_vec"]
+__all__ = ["VECTORIZATION_MODES", "RegistryEnvFn", "batched_maker", "env_fns_for", "make_vec",
+           "own_vector_maker"]
 
 #: ``vectorization_mode`` values: copies in this process, in worker processes, or the rows
 #: of one natively batched simulator (for families that have one: ``vmas/``).
@@ -140,7 +141,7 @@ def make_vec(
         ...     envs.num_envs, envs.num_workers, envs.metadata["autoreset_mode"]
         (4, 2, 'next_step')
     """
-    own = _own_vector_maker(env_id)
+    own = own_vector_maker(env_id)
     if own is not None:  # external/: the copies are episodes of simulators that call in
         if vectorization_mode not in (None, "sync"):
             raise VectorEnvError(f"make_vec({env_id!r})", f"vectorization_mode="
@@ -176,7 +177,7 @@ def make_vec(
     return cls(env_fns, autoreset_mode=autoreset_mode, env_id=env_id, **vector_kwargs)
 
 
-def _own_vector_maker(env_id: str) -> Optional[Callable[..., Any]]:
+def own_vector_maker(env_id: str) -> Optional[Callable[..., Any]]:
     """``make(config, num_envs, **options)`` of a family that makes its own vector env
     (``make_vector(rest, config, num_envs, **options)``: ``external/``), or None."""
     prefix, slash, rest = env_id.partition("/")

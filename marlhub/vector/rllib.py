@@ -116,10 +116,14 @@ class VectorEnvRunnerMixin:
             env_context = context_class(env_context, worker_index=self.worker_index,
                                         num_workers=config.num_env_runners,
                                         remote=config.remote_worker_envs)
-        env_fns = env_fns_for_config(config, env_context, config.num_envs_per_env_runner)
-        if not config.disable_env_checking:
-            _check_one_copy(env_fns[0])
-        self.env = self._vector_env(env_fns)
+        own = _own_vector_env(config, env_context, config.num_envs_per_env_runner)
+        if own is not None:  # external/ ids: one server, its concurrent episodes the copies
+            self.env = own
+        else:
+            env_fns = env_fns_for_config(config, env_context, config.num_envs_per_env_runner)
+            if not config.disable_env_checking:
+                _check_one_copy(env_fns[0])
+            self.env = self._vector_env(env_fns)
         self.num_envs = self.env.num_envs
         self._needs_initial_reset = True
         _ray("ray.rllib.callbacks.utils").make_callback(
@@ -137,6 +141,19 @@ class VectorEnvRunnerMixin:
             return AsyncVectorMultiAgentEnv(env_fns, autoreset_mode="next_step",
                                             check_masks=False, **self.vector_options)
         return SyncVectorMultiAgentEnv(env_fns, autoreset_mode="next_step", check_masks=False)
+
+
+def _own_vector_env(config: Any, env_context: Any, num_envs: int) -> Optional[VectorMultiAgentEnv]:
+    """The vector env a registered creator makes itself (``make_vector``: marlhub's
+    ``external/`` ids), or None."""
+    tune_registry = _ray("ray.tune.registry")
+    env = config.env
+    if not isinstance(env, str) or not tune_registry._global_registry.contains(
+            tune_registry.ENV_CREATOR, env):
+        return None
+    creator = tune_registry._global_registry.get(tune_registry.ENV_CREATOR, env)
+    make_vector = getattr(creator, "make_vector", None)
+    return make_vector(env_context, num_envs) if callable(make_vector) else None
 
 
 def _check_one_copy(env_fn: Callable[[], Any]) -> None:

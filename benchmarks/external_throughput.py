@@ -1,0 +1,236 @@
+"""Simulators that drive, over loopback: decisions per second and latency per decision.
+
+Each simulator is a process with a :class:`marlhub.external.PolicyClient` that plays one
+long episode: two agents decide at every turn (observations ``Box(8,)`` float32 each),
+``get_action`` returns their actions (``Discrete(4)``). The learner is this process:
+``marlhub.make_vec("external/127.0.0.1:0", N)`` with ``N`` copies (one per simulator),
+driven by ``recv()``/``send()`` with ``batch_size=max(1, N // 2)`` (it answers whichever
+simulators ask first) and fixed actions. Against it, in the same run, a bare gRPC echo:
+
+* ``echo``: a gRPC server in this process (grpcio, the same thread pool) whose one unary
+  method answers each request with a response of the size of a ``GetActionResponse``;
+  each client process sends the bytes of the same ``GetActionRequest`` in a loop. What
+  gRPC itself costs for a request and its answer of that size, with nothing of ours.
+* ``echo+thread``: the same echo, but each handler hands the request to one other thread
+  (a ``queue.Queue``) that answers it, as a learner's thread answers decisions: what the
+  hand-over between the server's threads and the learner's costs, still nothing of ours.
+* ``marlhub``: the simulators' ``get_action`` round trip through the learner (decode,
+  check, queue, ``recv``, the learner's action check, ``send``, encode).
+
+For each number of simulators (1, 4, 16 by default), rounds alternate echo and marlhub.
+All clients of a run start at one agreed time and count for ``--seconds`` seconds.
+Printed: the median over rounds of the decisions per second (the sum over simulators)
+and of the median latency per decision seen by the simulators, and the ratios
+marlhub / echo; then the scaling of decisions per second from 1 simulator to 4.
+
+Run it with ``python benchmarks/external_throughput.py [--rounds 3] [--seconds 3]
+[--simulators 1 4 16]`` (needs ``pip install 'marlhub[external]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+
+AGENTS = ["left", "right"]
+OBSERVATION = gym.spaces.Box(-1.0, 1.0, (8,), np.float32)
+ACTION = gym.spaces.Discrete(4)
+ECHO_METHOD = "/bench.Echo/Echo"
+
+
+def spaces() -> dict[str, Any]:
+    return {"possible_agents": AGENTS, "observation_spaces": {a: OBSERVATION for a in AGENTS},
+            "action_spaces": {a: ACTION for a in AGENTS}}
+
+
+def request_bytes() -> tuple[bytes, bytes]:
+    """A GetActionRequest and a GetActionResponse of the benchmark's sizes, serialized."""
+    from marlhub.external.codec import encode
+    from marlhub.external.proto import load_wire
+
+    messages = load_wire().messages
+    request = messages["GetActionRequest"](session="0" * 32, episode_id="0" * 32)
+    response = messages["GetActionResponse"]()
+    for agent in AGENTS:
+        request.observations.add(agent=agent).value.CopyFrom(
+            encode(np.zeros(8, np.float32)))
+        response.actions.add(agent=agent).value.CopyFrom(encode(np.int64(1), typed=True))
+    return request.SerializeToString(), response.SerializeToString()
+
+
+def _timed_loop(call: Any, start_at: float, seconds: float) -> dict[str, float]:
+    """Call ``call()`` from ``start_at`` for ``seconds``; count and time each call."""
+    while time.time() < start_at:
+        time.sleep(0.001)
+    latencies = []
+    end = start_at + seconds
+    while True:
+        begin = time.perf_counter()
+        call()
+        latencies.append(time.perf_counter() - begin)
+        if time.time() >= end:
+            break
+    return {"decisions": len(latencies), "seconds": time.time() - start_at,
+            "latency": statistics.median(latencies)}
+
+
+def simulator(address: str, start_at: float, seconds: float) -> dict[str, float]:
+    """One simulator: a long episode of decisions by both agents."""
+    from marlhub.external import PolicyClient
+
+    given = spaces()
+    with PolicyClient(address, possible_agents=AGENTS,
+                      observation_spaces=given["observation_spaces"],
+                      action_spaces=given["action_spaces"]) as client:
+        episode = client.start_episode()
+        obs = {a: np.zeros(8, np.float32) for a in AGENTS}
+        client.get_action(episode, obs)  # warm
+        return _timed_loop(lambda: client.get_action(episode, obs), start_at, seconds)
+
+
+def echo_client(address: str, start_at: float, seconds: float) -> dict[str, float]:
+    """One echo client: the same request bytes, a bare gRPC round trip each."""
+    import grpc
+
+    request, _ = request_bytes()
+    with grpc.insecure_channel(address) as channel:
+        grpc.channel_ready_future(channel).result(timeout=30)
+        echo = channel.unary_unary(ECHO_METHOD)
+        echo(request)
+        return _timed_loop(lambda: echo(request), start_at, seconds)
+
+
+def _clients(kind: str, address: str, count: int, seconds: float) -> list[subprocess.Popen]:
+    start_at = time.time() + 2.0 + 0.25 * count  # every client connected by then
+    return [subprocess.Popen([sys.executable, __file__, f"--{kind}", address, str(start_at),
+                              str(seconds)], stdout=subprocess.PIPE, text=True)
+            for _ in range(count)]
+
+
+def _results(processes: list[subprocess.Popen]) -> dict[str, float]:
+    found = [json.loads(p.communicate(timeout=120)[0]) for p in processes]
+    return {"rate": sum(r["decisions"] / r["seconds"] for r in found),
+            "latency": statistics.median(r["latency"] for r in found)}
+
+
+def run_echo(count: int, seconds: float, through_thread: bool = False) -> dict[str, float]:
+    import grpc
+
+    _, response = request_bytes()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2 * count + 8),
+                         options=[("grpc.so_reuseport", 0)])
+    requests: "queue.Queue[Any]" = queue.Queue()
+
+    def answer_all() -> None:  # the "learner": answers each request handed over
+        while True:
+            slot = requests.get()
+            if slot is None:
+                return
+            slot.put(response)
+
+    def handed_over(request: bytes, context: Any) -> bytes:
+        slot: "queue.Queue[bytes]" = queue.Queue(maxsize=1)
+        requests.put(slot)
+        return slot.get()
+
+    learner = threading.Thread(target=answer_all, daemon=True)
+    learner.start()
+    handler = grpc.unary_unary_rpc_method_handler(
+        handed_over if through_thread else (lambda request, context: response))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        "bench.Echo", {"Echo": handler}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        return _results(_clients("echo-client", f"127.0.0.1:{port}", count, seconds))
+    finally:
+        server.stop(0)
+        requests.put(None)
+
+
+def run_marlhub(count: int, seconds: float) -> dict[str, float]:
+    import marlhub
+    from marlhub.errors import ExternalTimeoutError
+
+    envs = marlhub.make_vec("external/127.0.0.1:0", count, {**spaces(), "timeout": 5},
+                            batch_size=max(1, count // 2))
+    processes = _clients("simulator", envs.address or "", count, seconds)
+    actions = {a: 1 for a in AGENTS}
+    try:
+        envs.async_reset()
+        while True:
+            try:
+                copy_ids = envs.recv().copy_ids
+            except ExternalTimeoutError:
+                break  # the simulators are done
+            envs.send([actions if envs.actors[i] else {} for i in copy_ids], copy_ids)
+            if all(p.poll() is not None for p in processes):
+                break
+        return _results(processes)
+    finally:
+        envs.close()
+
+
+def main(argv: Any = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--simulators", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--simulator", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--echo-client", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.simulator or args.echo_client:
+        run = simulator if args.simulator else echo_client
+        address, start_at, seconds = args.simulator or args.echo_client
+        print(json.dumps(run(address, float(start_at), float(seconds))))
+        return 0
+    table: dict[tuple[str, int], list[dict[str, float]]] = {}
+    contestants = [("echo", run_echo),
+                   ("echo+thread", lambda n, s: run_echo(n, s, through_thread=True)),
+                   ("marlhub", run_marlhub)]
+    for round_ in range(args.rounds):
+        for count in args.simulators:
+            turn = round_ % len(contestants)  # a rotating order
+            for name, run_ in contestants[turn:] + contestants[:turn]:
+                table.setdefault((name, count), []).append(run_(count, args.seconds))
+    names = [name for name, _ in contestants]
+    print("decisions per second (sum over simulators), median latency per decision, and")
+    print("marlhub's latency over each echo's (median of per-round ratios):")
+    print(f"{'simulators':>10} | " + " | ".join(f"{n + ' dec/s':>17}" for n in names) + " | "
+          + " | ".join(f"{n + ' latency':>19}" for n in names) + " | vs echo | vs echo+thread")
+    rates: dict[str, dict[int, float]] = {n: {} for n in names}
+    for count in args.simulators:
+        runs = {n: table[(n, count)] for n in names}
+        for n in names:
+            rates[n][count] = statistics.median(r["rate"] for r in runs[n])
+        latency = {n: statistics.median(r["latency"] for r in runs[n]) for n in names}
+        ratios = [statistics.median(o["latency"] / e["latency"]
+                                    for o, e in zip(runs["marlhub"], runs[n]))
+                  for n in ("echo", "echo+thread")]
+        print(f"{count:>10} | " + " | ".join(f"{rates[n][count]:>17,.0f}" for n in names)
+              + " | " + " | ".join(f"{latency[n] * 1e6:>16,.0f} us" for n in names)
+              + f" | {ratios[0]:>7.2f} | {ratios[1]:>13.2f}")
+    if 1 in args.simulators:
+        for count in args.simulators:
+            if count != 1:
+                print(f"decisions/s with {count} simulators / with 1: " + ", ".join(
+                    f"{n} {rates[n][count] / rates[n][1]:.2f}" for n in names))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
