@@ -47,7 +47,8 @@ AREA_ORDER = [
     "marlhub.adapters", "marlhub.adapters.pettingzoo", "marlhub.adapters.openspiel",
     "marlhub.adapters.gymnasium", "marlhub.adapters.rllib", "marlhub.adapters.torchrl",
     "marlhub.adapters.vmas", "marlhub.adapters.remote", "marlhub.wrappers", "marlhub.envs",
-    "marlhub.vector", "marlhub.registry", "marlhub.conformance", "marlhub.convert",
+    "marlhub.vector", "marlhub.external", "marlhub.registry", "marlhub.conformance",
+    "marlhub.convert",
     "marlhub.rollout", "marlhub.remote", "marlhub.cli",
 ]
 #: Areas whose subpackages get pages of their own.
