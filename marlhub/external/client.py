@@ -60,6 +60,11 @@ class PolicyClient:
         name: how the learner names this simulator in its messages.
         connect_timeout: seconds to wait for the learner to listen.
 
+    Attributes:
+        session: the session the learner gave this simulator at ``Connect``.
+        learner_gone: set once the ``Connect`` stream ended (``close()``, or the learner
+            went away); calls then raise :class:`~marlhub.errors.ExternalEnvError`.
+
     Raises:
         ExternalEnvError: nobody listens at ``address`` in time, or the learner refused
             the connection (a wrong token, spaces that differ from the learner's, too many

@@ -123,7 +123,7 @@ def encode(value: Any, *, typed: bool = False) -> Any:
     Value = _messages()["Value"]
     if typed and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         # the answer to most decisions: one int, as a typed scalar
-        dtype = np.dtype(np.int64) if type(value) is int else value.dtype
+        dtype = value.dtype if isinstance(value, np.integer) else np.dtype(np.int64)
         return Value(tensor=_messages()["Tensor"](int64s={"values": [int(value)]},
                                                    dtype=_name(dtype)))
     if isinstance(value, dict):

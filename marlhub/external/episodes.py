@@ -100,6 +100,7 @@ class Event:
         done: the agents ``log_returns`` said are done since the last event.
         actions: the actions the simulator took itself (:data:`LOGGED`).
         truncated: an :data:`END` by disconnect or time-out (else terminated).
+        why: what ended a truncated episode.
         answer: the learner's actions (:data:`DECIDE`), once :meth:`answered` is True.
     """
 
@@ -162,6 +163,11 @@ class EpisodeBook:
         observation_spaces, action_spaces: each agent's spaces.
         max_episodes: how many episodes may run at once (a start beyond is refused).
         name: how the env is named in messages.
+
+    Attributes:
+        changed: the condition every change is announced on (the learner waits on it).
+        episodes: the running episodes by id.
+        closed: why the book takes no more calls ("" while it does).
     """
 
     def __init__(self, possible_agents: list[AgentID],
@@ -301,7 +307,7 @@ class EpisodeBook:
 
     def claimable(self) -> int:
         """How many started episodes have a request and wait for a copy (call holding
-        :attr:`changed`)."""
+        ``changed``)."""
         return sum(1 for e in self._waiting if e.events)
 
     def _claimable(self) -> Optional[Episode]:

@@ -42,8 +42,8 @@ from marlhub.core import ALL
 from marlhub.episode.prechecked import actions_prechecked
 from marlhub.external.copies import DEFAULT_TIMEOUT, ExternalCopy
 from marlhub.external.episodes import END, EpisodeBook
-from marlhub.vector.base import DISABLED, NEXT_STEP, SAME_STEP, reset_mask_of
-from marlhub.vector.ready import Received, count_of, received, rows_of
+from marlhub.vector.base import DISABLED, NEXT_STEP, SAME_STEP
+from marlhub.vector.ready import Received, count_of, received
 from marlhub.vector.sync import SyncVectorMultiAgentEnv
 
 __all__ = ["ExternalVectorEnv"]
@@ -94,13 +94,7 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
     def async_reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
         """Let every copy (or those ``options["reset_mask"]`` selects) claim a new episode;
         :meth:`recv` returns each as soon as its first request is in."""
-        self._check_open()
-        mask, _ = reset_mask_of(self.name(), options, self.num_envs)
-        rows = rows_of(mask, self.num_envs)
-        if mask is None:
-            self._cycle.check_idle("async_reset()")
-        else:
-            self._cycle.check_resettable(rows)
+        _, _, rows = self._rows_to_reset(options)
         for i in rows:
             self.envs[i].let_go(f"the learner reset copy {i} in the middle of the episode")
             self._resetting.add(i)

@@ -169,6 +169,16 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
     def async_reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
         """Reset every copy (or those ``options["reset_mask"]`` selects, which must be held or
         parked); :meth:`recv` returns the results, rewards ``{}`` and done flags False."""
+        mask, rest, rows = self._rows_to_reset(options)
+        obs, infos = self._reset(seed, mask, rest)
+        self._cycle.start(rows)
+        for i in rows:
+            self._cycle.arrive(i, (obs[i], {}, {ALL: False}, {ALL: False}, infos[i]))
+
+    def _rows_to_reset(self, options: Optional[dict[str, Any]]
+                       ) -> tuple[Optional[np.ndarray], Optional[dict[str, Any]], list[int]]:
+        """``async_reset``'s reset mask, options for the copies and rows, once the copies
+        it resets are found resettable."""
         self._check_open()
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
         rows = rows_of(mask, self.num_envs)
@@ -176,10 +186,7 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
             self._cycle.check_idle("async_reset()")
         else:
             self._cycle.check_resettable(rows)
-        obs, infos = self._reset(seed, mask, rest)
-        self._cycle.start(rows)
-        for i in rows:
-            self._cycle.arrive(i, (obs[i], {}, {ALL: False}, {ALL: False}, infos[i]))
+        return mask, rest, rows
 
     def send(self, actions: Sequence[Any], copy_ids: Any) -> None:
         """Step exactly the copies ``copy_ids`` (``actions[k]`` for ``copy_ids[k]``); their

@@ -213,5 +213,5 @@ def test_marlhub_check_on_simulators_that_call_in() -> None:
         assert result.returncode == 0, result.stdout + result.stderr
         assert "PASS external/" in result.stdout
         for process in processes:
-            out, _ = process.communicate(timeout=30)
-            assert "learner gone" in out
+            out, err = process.communicate(timeout=30)
+            assert "learner gone" in out, err
