@@ -20,8 +20,10 @@ simulators ask first) and fixed actions. Against it, in the same run, a bare gRP
 For each number of simulators (1, 4, 16 by default), rounds alternate echo and marlhub.
 All clients of a run start at one agreed time and count for ``--seconds`` seconds.
 Printed: the median over rounds of the decisions per second (the sum over simulators)
-and of the median latency per decision seen by the simulators, and the ratios
-marlhub / echo; then the scaling of decisions per second from 1 simulator to 4.
+and of the median latency per decision seen by the simulators; the latency marlhub adds
+to a decision (marlhub's minus the bare echo's) over the bare echo's, and the ratios
+marlhub / echo (medians of per-round ratios); then the scaling of decisions per second
+from 1 simulator to the others, for every contestant.
 
 Run it with ``python benchmarks/external_throughput.py [--rounds 3] [--seconds 3]
 [--simulators 1 4 16]`` (needs ``pip install 'marlhub[external]'``).
@@ -208,10 +210,12 @@ def main(argv: Any = None) -> int:
             for name, run_ in contestants[turn:] + contestants[:turn]:
                 table.setdefault((name, count), []).append(run_(count, args.seconds))
     names = [name for name, _ in contestants]
-    print("decisions per second (sum over simulators), median latency per decision, and")
-    print("marlhub's latency over each echo's (median of per-round ratios):")
+    print("decisions per second (sum over simulators), median latency per decision, the")
+    print("latency marlhub adds to the bare echo's (marlhub - echo) over the echo's, and")
+    print("marlhub's latency over each echo's (medians of per-round ratios):")
     print(f"{'simulators':>10} | " + " | ".join(f"{n + ' dec/s':>17}" for n in names) + " | "
-          + " | ".join(f"{n + ' latency':>19}" for n in names) + " | vs echo | vs echo+thread")
+          + " | ".join(f"{n + ' latency':>19}" for n in names)
+          + " | added / echo | vs echo | vs echo+thread")
     rates: dict[str, dict[int, float]] = {n: {} for n in names}
     for count in args.simulators:
         runs = {n: table[(n, count)] for n in names}
@@ -221,9 +225,11 @@ def main(argv: Any = None) -> int:
         ratios = [statistics.median(o["latency"] / e["latency"]
                                     for o, e in zip(runs["marlhub"], runs[n]))
                   for n in ("echo", "echo+thread")]
+        added = statistics.median((o["latency"] - e["latency"]) / e["latency"]
+                                  for o, e in zip(runs["marlhub"], runs["echo"]))
         print(f"{count:>10} | " + " | ".join(f"{rates[n][count]:>17,.0f}" for n in names)
               + " | " + " | ".join(f"{latency[n] * 1e6:>16,.0f} us" for n in names)
-              + f" | {ratios[0]:>7.2f} | {ratios[1]:>13.2f}")
+              + f" | {added:>12.2f} | {ratios[0]:>7.2f} | {ratios[1]:>13.2f}")
     if 1 in args.simulators:
         for count in args.simulators:
             if count != 1:
