@@ -199,13 +199,15 @@ class ExternalCopy(MultiAgentEnv):
             assert event.actions is not None
             for agent, action in event.actions.items():
                 infos[agent][OFF_POLICY_ACTION] = action
-        terminateds: dict[Any, bool] = {agent: True for agent in event.done}
+        # Keyed in possible_agents' order (sets have none that holds across processes).
+        terminateds: dict[Any, bool] = {a: True for a in self.possible_agents if a in event.done}
         truncateds: dict[Any, bool] = {}
         self._live = (self._live | set(obs)) - event.done
         if event.kind == END:
             ended = truncateds if event.truncated else terminateds
-            for agent in self._live:
-                ended[agent] = True
+            for agent in self.possible_agents:
+                if agent in self._live:
+                    ended[agent] = True
             self._live = set()
             if event.truncated:
                 infos.setdefault(COMMON, {})["truncated_because"] = event.why
