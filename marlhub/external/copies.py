@@ -115,8 +115,11 @@ class ExternalCopy(MultiAgentEnv):
         episode = self.book.claim(self.timeout)
         if episode is None:
             raise self.no_episode_error()
-        self.take_episode(episode)
-        return self.first_request(self.book.next_event(episode, time.monotonic(), ""))
+        self.episode, self._carry, self._live = episode, {}, set()
+        event = self.book.next_event(episode, time.monotonic(), "")  # claimed: one is in
+        obs, _, _, _, infos = self._result(event)
+        self._carry = dict(event.rewards)  # logged before the first decision: the next step's
+        return obs, infos
 
     def no_episode_error(self) -> ExternalTimeoutError:
         """The error of a reset for which no episode came in time."""
@@ -133,18 +136,6 @@ class ExternalCopy(MultiAgentEnv):
         if self.episode is not None and self.event is not None and self.event.kind != END:
             self.book.drop(self.episode, why)
         self.episode, self.event = None, None
-
-    def take_episode(self, episode: Episode) -> None:
-        """Play ``episode`` (claimed from the book) from its first request on."""
-        self.episode = episode
-        self._carry = {}
-        self._live = set()
-
-    def first_request(self, event: Event) -> tuple[dict, dict]:
-        """The reset's ``(obs, infos)`` of the episode's first request ``event``."""
-        obs, _, _, _, infos = self._result(event)
-        self._carry = dict(event.rewards)  # logged before the first decision: the next step's
-        return obs, infos
 
     def deliver(self, action_dict: Any) -> None:
         """Hand the actions to the waiting ``get_action`` (checked unless pre-checked), and

@@ -43,7 +43,7 @@ from marlhub.episode.prechecked import actions_prechecked
 from marlhub.external.copies import DEFAULT_TIMEOUT, ExternalCopy
 from marlhub.external.episodes import END, EpisodeBook
 from marlhub.vector.base import DISABLED, NEXT_STEP, SAME_STEP
-from marlhub.vector.ready import Received, count_of, received
+from marlhub.vector.ready import RUNNING, Received, count_of, received
 from marlhub.vector.sync import SyncVectorMultiAgentEnv
 
 __all__ = ["ExternalVectorEnv"]
@@ -134,7 +134,7 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
             for i in rows:
                 self._arrive(i)
         if not cycle.ready_count() and cycle.running:
-            resetting = sorted(i for i in self._resetting if cycle.state[i] == "running")
+            resetting = sorted(i for i in self._resetting if cycle.state[i] == RUNNING)
             raise self.envs[resetting[0] if resetting else 0].no_episode_error()
         rows, results = cycle.take_some()
         return received(rows, results, copy=self.copy)
@@ -152,7 +152,7 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
                 free = book.claimable()
                 rows = []
                 for i, state in enumerate(self._cycle.state):
-                    if state != "running":
+                    if state != RUNNING:
                         continue
                     copy = self.envs[i]
                     if self._needs_episode(i):
@@ -171,7 +171,7 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
                     return rows
                 now = time.monotonic()
                 waits = [deadline] + [self.envs[i].deadline for i, s in
-                                      enumerate(self._cycle.state) if s == "running"
+                                      enumerate(self._cycle.state) if s == RUNNING
                                       and not self._needs_episode(i)]
                 if now >= deadline:
                     return None

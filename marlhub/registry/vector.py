@@ -180,10 +180,8 @@ def make_vec(
 def own_vector_maker(env_id: str) -> Optional[Callable[..., Any]]:
     """``make(config, num_envs, **options)`` of a family that makes its own vector env
     (``make_vector(rest, config, num_envs, **options)``: ``external/``), or None."""
-    prefix, slash, rest = env_id.partition("/")
-    family = default_registry().families.get(prefix) if slash else None
-    make_vector = getattr(family, "make_vector", None)
-    if not callable(make_vector):
+    make_vector, rest = _family_method(env_id, "make_vector")
+    if make_vector is None:
         return None
     return lambda config, num_envs, **options: make_vector(rest, config, num_envs, **options)
 
@@ -198,9 +196,16 @@ def batched_maker(env_id: str) -> Optional[Callable[[EnvContext, int], Any]]:
         >>> batched_maker("vmas/balance") is not None, batched_maker("tic_tac_toe")
         (True, None)
     """
-    prefix, slash, rest = env_id.partition("/")
-    family = default_registry().families.get(prefix) if slash else None
-    make_batched = getattr(family, "make_batched", None)
-    if not callable(make_batched):
+    make_batched, rest = _family_method(env_id, "make_batched")
+    if make_batched is None:
         return None
     return lambda config, num_envs: make_batched(rest, config, num_envs)
+
+
+def _family_method(env_id: str, name: str) -> tuple[Optional[Callable[..., Any]], str]:
+    """The method ``name`` of the family ``env_id`` belongs to (None when there is no such
+    family or method), and the rest of the id after the family's prefix."""
+    prefix, slash, rest = env_id.partition("/")
+    family = default_registry().families.get(prefix) if slash else None
+    method = getattr(family, name, None)
+    return (method if callable(method) else None), rest

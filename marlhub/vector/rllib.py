@@ -45,6 +45,17 @@ def _ray(module: str) -> Any:
     return import_backend(module, package="ray", extra="rllib", feature=_FEATURE)
 
 
+def _registered_creator(config: Any) -> Any:
+    """The creator registered with ``ray.tune.registry.register_env`` under the config's env
+    name, or None (the env is a class, a Gymnasium id, or a name nobody registered)."""
+    tune_registry = _ray("ray.tune.registry")
+    env = config.env
+    if not isinstance(env, str) or not tune_registry._global_registry.contains(
+            tune_registry.ENV_CREATOR, env):
+        return None
+    return tune_registry._global_registry.get(tune_registry.ENV_CREATOR, env)
+
+
 def env_fns_for_config(config: Any, env_context: Any, num_envs: int) -> list[Callable[[], Any]]:
     """Return one picklable ``env_fn`` per copy for an RLlib ``AlgorithmConfig``'s env.
 
@@ -52,15 +63,12 @@ def env_fns_for_config(config: Any, env_context: Any, num_envs: int) -> list[Cal
     ``ray.tune.registry.register_env`` gives its creator; anything else goes to
     RLlib's own ``_gym_env_creator`` (an env class, or a Gymnasium id).
     """
-    tune_registry = _ray("ray.tune.registry")
-    env = config.env
-    if isinstance(env, str) and tune_registry._global_registry.contains(
-            tune_registry.ENV_CREATOR, env):
-        creator = tune_registry._global_registry.get(tune_registry.ENV_CREATOR, env)
+    creator = _registered_creator(config)
+    if creator is not None:
         return [functools.partial(creator, env_context.copy_with_overrides(vector_index=i))
                 for i in range(num_envs)]
     gym_env_creator = _ray("ray.rllib.env.utils")._gym_env_creator
-    return [functools.partial(gym_env_creator, env_descriptor=env,
+    return [functools.partial(gym_env_creator, env_descriptor=config.env,
                               env_context=env_context.copy_with_overrides(vector_index=i))
             for i in range(num_envs)]
 
@@ -146,13 +154,7 @@ class VectorEnvRunnerMixin:
 def _own_vector_env(config: Any, env_context: Any, num_envs: int) -> Optional[VectorMultiAgentEnv]:
     """The vector env a registered creator makes itself (``make_vector``: marlhub's
     ``external/`` ids), or None."""
-    tune_registry = _ray("ray.tune.registry")
-    env = config.env
-    if not isinstance(env, str) or not tune_registry._global_registry.contains(
-            tune_registry.ENV_CREATOR, env):
-        return None
-    creator = tune_registry._global_registry.get(tune_registry.ENV_CREATOR, env)
-    make_vector = getattr(creator, "make_vector", None)
+    make_vector = getattr(_registered_creator(config), "make_vector", None)
     return make_vector(env_context, num_envs) if callable(make_vector) else None
 
 
