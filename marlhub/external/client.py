@@ -84,7 +84,11 @@ class PolicyClient:
         self.action_spaces = dict(action_spaces)
         self.closed = False
         self._wire = wire = load_wire()
-        self._channel = grpc.insecure_channel(address)
+        # A simulator started before its learner retries at least every second, where gRPC's
+        # backoff would wait up to two minutes between tries (and miss a short-lived learner).
+        self._channel = grpc.insecure_channel(address, options=[
+            ("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000)])
         messages = wire.messages
         prefix = f"/{wire.service}/"
         self._calls = {

@@ -204,8 +204,10 @@ def test_bad_ids_and_configs_are_refused() -> None:
 
 
 def test_marlhub_check_on_simulators_that_call_in() -> None:
+    # One simulator: the check may end before a second one connects, which then never sees
+    # a learner (simulators in numbers are the other tests' subject).
     address = free_address()
-    with simulators(address, "0", count=2) as processes:
+    with simulators(address, "0", count=1) as processes:
         result = subprocess.run([sys.executable, "-m", "marlhub", "check", f"external/{address}",
                                  "--episodes", "5", "--config", '{"timeout": 30}'],
                                 capture_output=True, text=True, timeout=300, cwd=REPO,
