@@ -63,6 +63,7 @@ Usage::
 
     python benchmarks/vector_throughput.py                       # ~15 minutes
     python benchmarks/vector_throughput.py --envs kuhn_poker --copies 1 8 --rounds 3
+    python benchmarks/vector_throughput.py --envs tic_tac_toe --contestants sync "async arrays"
     python benchmarks/vector_throughput.py --quick                # seconds, a smoke test
     python benchmarks/vector_throughput.py --json out.json        # also write the numbers
 """
@@ -484,6 +485,9 @@ def measure(args: argparse.Namespace) -> tuple[dict[tuple[str, int, str], list[f
         for env_name in args.envs:
             spec = ENVS[env_name]
             runners, absent = contestants_for(spec)
+            if args.contestants:
+                runners = {name: run for name, run in runners.items()
+                           if name in args.contestants or name == "serial"}
             missing.update(absent)
             for n in args.copies:
                 order = list(runners)
@@ -621,6 +625,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="worker processes of async and supersuit (at most the copies)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--contestants", nargs="+", metavar="NAME",
+                        help="measure only these (and serial, the reference), e.g. sync "
+                        "'async arrays'")
     parser.add_argument("--memory-episodes", type=int, default=0, metavar="E")
     parser.add_argument("--cpu-copies", type=int, default=0, metavar="N",
                         help="also the CPU time per agent-step of async with N copies")

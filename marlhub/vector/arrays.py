@@ -34,9 +34,9 @@ import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from marlhub.core import ALL, AgentID
-from marlhub.episode.status import done_agents, episode_over, flag
-from marlhub.spaces import find_action_mask, zero_like
-from marlhub.vector.base import DISABLED, NEXT_STEP, SAME_STEP
+from marlhub.episode.status import truthy
+from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask, zero_like
+from marlhub.vector.base import DISABLED, SAME_STEP
 from marlhub.vector.copies import FINAL_OBS
 from marlhub.vector.group_actions import GroupActions
 from marlhub.vector.shared import obs_leaves
@@ -102,9 +102,14 @@ class DictArrays:
 
     Attributes:
         checker: the checks of action arrays (:class:`~marlhub.vector.group_actions.GroupActions`).
+        mask_size: group -> the size of its action masks, for the groups whose agents
+            have shown one (from then on, the batches hold a mask array for the group).
 
     It keeps, per copy, who is alive and whether the episode ended, as seen in
     the calls it converts; feed it every ``reset`` and ``step`` of the vector env.
+    Each call makes one pass over each copy's dicts. By default it returns new
+    arrays; given ``out`` (arrays of the same shapes, a worker's rows of shared
+    memory for example), it fills those instead.
     """
 
     def __init__(self, num_envs: int, autoreset_mode: str, groups: Mapping[str, Sequence[AgentID]],
@@ -127,78 +132,160 @@ class DictArrays:
                                     {a: action_space(a) for a in self.slot})
         self.alive: list[set[AgentID]] = [set() for _ in range(num_envs)]
         self.ended = [False] * num_envs
+        self._final_filled = False  # final observations written into the last ``out``
 
     def reset(self, obs: Sequence[Mapping[Any, Any]], infos: Sequence[Any],
-              actors: Sequence[Sequence[AgentID]], mask: Any = None) -> ArrayBatch:
-        """Convert a ``reset`` (of the copies ``mask`` selects, or of all)."""
+              actors: Sequence[Sequence[AgentID]], mask: Any = None,
+              out: Optional[ArrayBatch] = None) -> ArrayBatch:
+        """Convert a ``reset`` (of the copies ``mask`` selects, or of all); fill ``out`` if given."""
         for i, ob in enumerate(obs):
             if mask is None or mask[i]:
                 self.alive[i] = set(ob)
                 self.ended[i] = False
-        zeros = self._zeros(np.float64)
-        none = self._zeros(np.bool_)
-        flags = np.zeros(self.num_envs, np.bool_)
-        return self._batch(obs, infos, actors, zeros, none, self._zeros(np.bool_), flags,
-                           flags.copy())
+        batch = self._target(out)
+        if out is not None and self._final_filled:
+            _zero(out.final_obs)
+        self._final_filled = False
+        return self._fill(batch, obs, infos, actors, fresh=out is None)
 
-    def step(self, results: tuple[Sequence[Any], ...],
-             actors: Sequence[Sequence[AgentID]]) -> ArrayBatch:
-        """Convert a ``step``: the five lists of the dict face, and who acts next."""
+    def step(self, results: tuple[Sequence[Any], ...], actors: Sequence[Sequence[AgentID]],
+             out: Optional[ArrayBatch] = None) -> ArrayBatch:
+        """Convert a ``step``: the five lists of the dict face, and who acts next; fill ``out``
+        if given."""
         obs, rewards, terminateds, truncateds, infos = results
-        reward_array = self._zeros(np.float64)
-        terminated, truncated = self._zeros(np.bool_), self._zeros(np.bool_)
-        episode_t = np.zeros(self.num_envs, np.bool_)
-        episode_u = np.zeros(self.num_envs, np.bool_)
-        final: Optional[dict[str, Any]] = None
-        for i in range(self.num_envs):
-            for agent, reward in rewards[i].items():
-                name, j = self.slot[agent]
-                reward_array[name][i, j] += float(reward)
-            ended_now = self._record_ends(i, obs[i], terminateds[i], truncateds[i],
-                                          terminated, truncated)
-            if ended_now:
-                episode_t[i] = flag(terminateds[i], ALL)
-                episode_u[i] = flag(truncateds[i], ALL)
-                if self.mode == SAME_STEP:
-                    final = final if final is not None else self._final_rows()
-                    self._fill_final(final, i, infos[i])
-        batch = self._batch(obs, infos, actors, reward_array, terminated, truncated,
-                            episode_t, episode_u)
-        batch.final_obs = final
-        return batch
+        batch = self._target(out)
+        final_rows = out.final_obs if out is not None else None
+        if final_rows is not None and self._final_filled:
+            _zero(final_rows)
+        self._final_filled = False
+        slot, alive, ended = self.slot, self.alive, self.ended
+        reward_rows, done_t, done_u = batch.rewards, batch.terminated, batch.truncated
+        episode_t, episode_u = batch.episode_terminated, batch.episode_truncated
+        same_step, disabled = self.mode == SAME_STEP, self.mode == DISABLED
+        for i, (ob, rewards_i, flags_t, flags_u) in enumerate(zip(obs, rewards, terminateds,
+                                                                   truncateds)):
+            for agent, reward in rewards_i.items():
+                if reward:  # each agent once in the dict: zeros stay as they are
+                    name, j = slot[agent]
+                    reward_rows[name][i, j] = reward
+            if ended[i]:  # this call reset the copy (next_step), or it stays ended
+                ended[i] = disabled
+                alive[i] = set() if disabled else set(ob)
+                continue
+            now_alive = alive[i].union(ob)
+            done = _flag_slots(flags_t, slot, done_t, i) \
+                if len(flags_t) > 1 or ALL not in flags_t else []
+            if len(flags_u) > 1 or ALL not in flags_u:
+                done += _flag_slots(flags_u, slot, done_u, i)
+            all_t, all_u = flags_t.get(ALL, False), flags_u.get(ALL, False)
+            if type(all_t) is not bool or type(all_u) is not bool:
+                all_t, all_u = truthy(all_t), truthy(all_u)
+            if not (all_t or all_u):
+                alive[i] = now_alive.difference(done) if done else now_alive
+                continue
+            for agent in now_alive:  # the episode ended while they were alive
+                name, j = slot[agent]
+                if all_t:
+                    done_t[name][i, j] = True
+                if all_u:
+                    done_u[name][i, j] = True
+            episode_t[i], episode_u[i] = all_t, all_u
+            ended[i] = not same_step
+            alive[i] = set(ob) if same_step else set()  # same_step: obs is the reset's
+            if same_step:
+                if final_rows is None:
+                    final_rows = self._final_rows()
+                self._fill_final(final_rows, i, infos[i])
+                self._final_filled = True
+        if out is None:
+            batch.final_obs = final_rows
+        return self._fill(batch, obs, infos, actors, fresh=out is None)
 
     # -- helpers ------------------------------------------------------------------
+
+    def _target(self, out: Optional[ArrayBatch]) -> ArrayBatch:
+        """``out`` cleared (zeros; masks all ones), or a new batch of zeros."""
+        if out is None:
+            n = self.num_envs
+            masks = {name: np.ones((n, len(self.groups[name]), size), np.int8)
+                     for name, size in self.mask_size.items()}
+            return ArrayBatch(
+                obs={name: _zeros_of(self.leaves[name], (n, len(agents)))
+                     for name, agents in self.groups.items() if self.leaves[name] is not None},
+                rewards=self._zeros(np.float64), terminated=self._zeros(np.bool_),
+                truncated=self._zeros(np.bool_), episode_terminated=np.zeros(n, np.bool_),
+                episode_truncated=np.zeros(n, np.bool_), acting=self._zeros(np.bool_),
+                alive=self._zeros(np.bool_), action_mask=masks)
+        for name in self.groups:
+            _zero(out.obs[name])
+            for arrays in (out.rewards, out.terminated, out.truncated, out.acting, out.alive):
+                arrays[name].fill(0)
+        for mask in out.action_mask.values():
+            mask.fill(1)
+        out.episode_terminated.fill(False)
+        out.episode_truncated.fill(False)
+        return out
 
     def _zeros(self, dtype: Any) -> dict[str, np.ndarray]:
         return {name: np.zeros((self.num_envs, len(agents)), dtype)
                 for name, agents in self.groups.items()}
 
-    def _record_ends(self, i: int, obs: Any, terminateds: Any, truncateds: Any,
-                     terminated: dict[str, np.ndarray], truncated: dict[str, np.ndarray]) -> bool:
-        """Set copy ``i``'s done flags per slot, update who is alive; tell whether it ended."""
-        if self.ended[i]:  # this call reset the copy (next_step), or it stays ended
-            self.ended[i] = self.mode == DISABLED
-            self.alive[i] = set() if self.ended[i] else set(obs)
-            return False
-        alive = self.alive[i] | set(obs)
-        for agent in done_agents(terminateds):
-            name, j = self.slot[agent]
-            terminated[name][i, j] = True
-        for agent in done_agents(truncateds):
-            name, j = self.slot[agent]
-            truncated[name][i, j] = True
-        over = episode_over(terminateds, truncateds)
-        if over:
-            for agent in alive:
-                name, j = self.slot[agent]
-                terminated[name][i, j] |= flag(terminateds, ALL)
-                truncated[name][i, j] |= flag(truncateds, ALL)
-            self.ended[i] = self.mode in (NEXT_STEP, DISABLED)
-            alive = set() if self.ended[i] else set(obs)  # same_step: obs is the reset's
-        else:
-            alive -= done_agents(terminateds, truncateds)
-        self.alive[i] = alive
-        return over
+    def _fill(self, batch: ArrayBatch, obs: Sequence[Any], infos: Sequence[Any],
+              actors: Sequence[Sequence[AgentID]], fresh: bool) -> ArrayBatch:
+        """Write who acts, their masks, who is alive and the observations into ``batch``
+        (``fresh``: a batch of this call's, which takes a mask array for a group's first mask)."""
+        slot, acting, alive = self.slot, batch.acting, batch.alive
+        written = {name: array for name, array in batch.obs.items()
+                   if self.leaves[name] is not None}
+        for i, copy_actors in enumerate(actors):
+            ob, info = obs[i], infos[i]
+            if not isinstance(info, Mapping) or not info:
+                info = None
+            for agent in copy_actors:
+                name, j = slot[agent]
+                acting[name][i, j] = True
+                observation = ob.get(agent)
+                mask = observation.get(ACTION_MASK_KEY) if type(observation) is dict else None
+                if mask is None and (info is not None or type(observation) not in (dict, np.ndarray)):
+                    mask = raw_action_mask(observation, info.get(agent) if info else None)
+                if mask is None:
+                    continue
+                masks = batch.action_mask.get(name)
+                if masks is not None and type(mask) is np.ndarray and mask.ndim == 1 \
+                        and name in self.mask_size:
+                    masks[i, j] = mask
+                else:
+                    self._put_mask(batch, name, i, j, mask, fresh)
+            for agent in self.alive[i]:
+                name, j = slot[agent]
+                alive[name][i, j] = True
+            for agent, value in ob.items():
+                name, j = slot[agent]
+                target = written.get(name)
+                if target is None:
+                    continue  # a group without fixed-size observations: concatenated below
+                if type(target) is dict:
+                    for key, array in target.items():
+                        array[i, j] = value[key]
+                else:
+                    target[i, j] = value
+        for name in self.groups:
+            if name not in written:
+                batch.obs[name] = self._obs_rows(obs, name)
+        batch.infos = list(infos)
+        return batch
+
+    def _put_mask(self, batch: ArrayBatch, name: str, i: int, j: int, mask: Any,
+                  fresh: bool) -> None:
+        flat: Any = mask if type(mask) is np.ndarray and mask.ndim == 1 else find_action_mask(mask)
+        masks = batch.action_mask.get(name)
+        if name not in self.mask_size:  # the first mask seen: from now on, always an array
+            self.mask_size[name] = flat.size
+            if masks is None and fresh:
+                masks = batch.action_mask[name] = np.ones(
+                    (self.num_envs, len(self.groups[name]), flat.size), np.int8)
+        if masks is not None:  # (``out`` may keep no masks for the group)
+            masks[i, j] = flat
 
     def _final_rows(self) -> dict[str, Any]:
         return {name: self._obs_rows([{}] * self.num_envs, name) for name in self.groups}
@@ -213,63 +300,51 @@ class DictArrays:
     def _obs_rows(self, obs: Sequence[Mapping[Any, Any]], name: str) -> Any:
         leaves = self.leaves[name]
         if leaves is not None:
-            return self._written_rows(obs, name, leaves)
-        agents, blank, space = self.groups[name], self.blank[name], self.spaces[name]
-        items = [ob.get(agent, blank) for ob in obs for agent in agents]
-        out: Any = create_empty_array(space, n=len(items), fn=np.zeros)
-        return reshape_rows(concatenate(space, items, out), (len(obs), len(agents)))
-
-    def _written_rows(self, obs: Sequence[Mapping[Any, Any]], name: str,
-                      leaves: list[Any]) -> Any:
-        """:meth:`_obs_rows` of an array space: zeros, then each slot's observation written."""
-        lead = (len(obs), len(self.groups[name]))
-        slot = self.slot
-        if leaves[0][0] is None:  # one array
-            _, shape, dtype = leaves[0]
-            out = np.zeros(lead + shape, dtype)
+            out = _zeros_of(leaves, (len(obs), len(self.groups[name])))
             for i, ob in enumerate(obs):
                 for agent, value in ob.items():
-                    group, j = slot[agent]
+                    group, j = self.slot[agent]
                     if group == name:
-                        out[i, j] = value
+                        if type(out) is dict:
+                            for key, array in out.items():
+                                array[i, j] = value[key]
+                        else:
+                            out[i, j] = value
             return out
-        arrays = {key: np.zeros(lead + shape, dtype) for key, shape, dtype in leaves}
-        for i, ob in enumerate(obs):
-            for agent, value in ob.items():
-                group, j = slot[agent]
-                if group == name:
-                    for key, array in arrays.items():
-                        array[i, j] = value[key]
-        return arrays
+        agents, blank, space = self.groups[name], self.blank[name], self.spaces[name]
+        items = [ob.get(agent, blank) for ob in obs for agent in agents]
+        rows: Any = create_empty_array(space, n=len(items), fn=np.zeros)
+        return reshape_rows(concatenate(space, items, rows), (len(obs), len(agents)))
 
-    def _batch(self, obs: Sequence[Any], infos: Sequence[Any], actors: Sequence[Sequence[AgentID]],
-               rewards: dict[str, np.ndarray], terminated: dict[str, np.ndarray],
-               truncated: dict[str, np.ndarray], episode_t: np.ndarray,
-               episode_u: np.ndarray) -> ArrayBatch:
-        acting, alive = self._zeros(np.bool_), self._zeros(np.bool_)
-        masks: dict[str, np.ndarray] = {}
-        for name, size in self.mask_size.items():
-            masks[name] = np.ones((self.num_envs, len(self.groups[name]), size), np.int8)
-        for i, copy_actors in enumerate(actors):
-            for agent in copy_actors:
-                name, j = self.slot[agent]
-                acting[name][i, j] = True
-                info = infos[i].get(agent) if isinstance(infos[i], Mapping) else None
-                mask = find_action_mask(obs[i].get(agent), info)
-                if mask is not None:
-                    if name not in masks:  # the first mask seen: from now on, always an array
-                        self.mask_size[name] = mask.size
-                        masks[name] = np.ones((self.num_envs, len(self.groups[name]), mask.size),
-                                              np.int8)
-                    masks[name][i, j] = mask
-            for agent in self.alive[i]:
-                name, j = self.slot[agent]
-                alive[name][i, j] = True
-        return ArrayBatch(
-            obs={name: self._obs_rows(obs, name) for name in self.groups}, rewards=rewards,
-            terminated=terminated, truncated=truncated, episode_terminated=episode_t,
-            episode_truncated=episode_u, acting=acting, alive=alive, action_mask=masks,
-            infos=list(infos))
+
+def _flag_slots(flags: Mapping[Any, Any], slot: Mapping[AgentID, tuple[str, int]],
+                target: dict[str, np.ndarray], i: int) -> list[AgentID]:
+    """Set row ``i`` of ``target`` for the agents a done dict flags (``__all__`` left out);
+    return them."""
+    done = []
+    for agent, value in flags.items():
+        if agent != ALL and (value is True or (value is not False and truthy(value))):
+            name, j = slot[agent]
+            target[name][i, j] = True
+            done.append(agent)
+    return done
+
+
+def _zeros_of(leaves: Any, lead: tuple[int, ...]) -> Any:
+    """Zeros for the observations of a group whose observations are the arrays ``leaves``."""
+    if leaves[0][0] is None:  # one array
+        _, shape, dtype = leaves[0]
+        return np.zeros(lead + shape, dtype)
+    return {key: np.zeros(lead + shape, dtype) for key, shape, dtype in leaves}
+
+
+def _zero(target: Any) -> None:
+    """Fill an array, or each array of a nested dict, with zeros."""
+    if isinstance(target, dict):
+        for value in target.values():
+            _zero(value)
+    else:
+        target.fill(0)
 
 
 def _set_row(target: Any, i: int, rows: Any) -> None:

@@ -208,12 +208,18 @@ class VectorMultiAgentEnv(_WithoutRay):
 
     @property
     def groups(self) -> dict[str, list[AgentID]]:
-        """The groups of the array face: group name -> agents that share both spaces."""
-        from marlhub.adapters.batched import group_agents
+        """The groups of the array face: group name -> agents that share both spaces (found
+        once: comparing the spaces is slow)."""
+        found: Optional[dict[str, list[AgentID]]] = self.__dict__.get("_found_groups")
+        if found is None:
+            from marlhub.adapters.batched import group_agents
 
-        observation, action = self.single_observation_spaces, self.single_action_spaces
-        assert observation is not None and action is not None
-        return group_agents(self.possible_agents, observation.__getitem__, action.__getitem__)
+            observation, action = self.single_observation_spaces, self.single_action_spaces
+            assert observation is not None and action is not None
+            found = group_agents(self.possible_agents, observation.__getitem__,
+                                 action.__getitem__)
+            self._found_groups = found
+        return found
 
     def reset_arrays(self, *, seed: Any = None, options: Optional[dict[str, Any]] = None) -> Any:
         """Reset as :meth:`reset` does; return the array face's

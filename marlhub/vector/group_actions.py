@@ -134,12 +134,14 @@ def _legal(space: gym.Space, values: np.ndarray, mask: Any) -> np.ndarray:
     """``(num_envs, n)`` bools: each slot's action lies in ``space`` (and its mask)."""
     lead = values.shape[:2]
     if isinstance(space, gym.spaces.Discrete):
-        index = values.astype(np.int64) - int(space.start)
-        ok = (index >= 0) & (index < int(space.n))
-        if mask is not None and ok.any():
-            picked = np.take_along_axis(np.asarray(mask), np.clip(index, 0, int(space.n) - 1)
-                                        [..., None], -1)[..., 0]
-            ok &= picked.astype(bool)
+        start, size = int(space.start), int(space.n)
+        index = values - start if start else values
+        ok = (index >= 0) & (index < size)
+        if mask is not None:  # each slot's mask entry at its action (at 0 where out of range)
+            mask = np.asarray(mask)
+            rows = np.arange(ok.size)
+            picked = mask.reshape(ok.size, -1)[rows, (index * ok).ravel()].reshape(lead)
+            ok &= picked != 0
         return ok
     if isinstance(space, gym.spaces.MultiDiscrete):
         index = values.astype(np.int64) - np.asarray(space.start)

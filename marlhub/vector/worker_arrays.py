@@ -5,9 +5,10 @@ copies' actions from the shared action arrays (the parent checked them, all
 at once, before any copy moved), steps the copies inside
 :func:`~marlhub.episode.prechecked.actions_prechecked`, keeps who acts
 (:class:`~marlhub.vector.book.CopyBook`) and builds its rows with
-:class:`~marlhub.vector.arrays.DictArrays`, then writes them into the
-shared block (:class:`~marlhub.vector.slot_memory.SlotArrays`). Only the
-copies' infos dicts go back through the pipe, in one message per call.
+:class:`~marlhub.vector.arrays.DictArrays`, which writes them straight into
+the shared block (:class:`~marlhub.vector.slot_memory.SlotArrays`) in one
+pass over each copy's dicts. Only the copies' infos dicts go back through the
+pipe, in one message per call.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
+import gymnasium as gym
 import numpy as np
 
 from marlhub.episode.play import action_space_getter
 from marlhub.episode.prechecked import actions_prechecked
 from marlhub.vector.arrays import ArrayBatch, DictArrays
+from marlhub.vector.base import SAME_STEP
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import EnvCopy
 from marlhub.vector.slot_memory import SlotArrays
@@ -52,6 +55,11 @@ class WorkerArrays:
         first_env = envs[0]
         self.face = DictArrays(len(copies), autoreset_mode, slots.layout.groups,
                                first_env.get_observation_space, first_env.get_action_space)
+        self.same_step = autoreset_mode == SAME_STEP
+        self.out = _rows_of(slots, self.rows, self.same_step)
+        # Discrete actions go to the copies as ints, as the vector env's own check passes them on
+        self.discrete = {name for name, space in self.face.action_spaces.items()
+                         if type(space) is gym.spaces.Discrete}
         self.current = 0
 
     def reset(self, resets: Sequence[Optional[tuple[Any, Any]]]) -> tuple[list[Any], list[str]]:
@@ -69,12 +77,15 @@ class WorkerArrays:
         mask = None if all(how is not None for how in resets) else \
             np.array([how is not None for how in resets])
         self.book.record_reset(obs, infos, mask)
-        return self._write(self.face.reset(obs, infos, self.book.actors, mask))
+        self.face.reset(obs, infos, self.book.actors, mask, out=self.out)
+        self.slots.final_row[self.rows] = False
+        return infos, list(self.face.mask_size)
 
     def step(self) -> tuple[list[Any], list[str]]:
         """Step the copies with their rows of the action arrays; write their rows; return
         their infos and the groups that have shown a mask."""
-        values = {name: actions[self.rows] for name, actions in self.slots.actions.items()}
+        values = {name: actions[self.rows].tolist() if name in self.discrete else
+                  actions[self.rows] for name, actions in self.slots.actions.items()}
         slot = self.face.slot
         results = []
         with actions_prechecked():
@@ -83,13 +94,28 @@ class WorkerArrays:
                 action_dict = {}
                 for agent in actors:
                     name, j = slot[agent]
-                    value = values[name][self.current, j]
-                    action_dict[agent] = value.copy() if value.ndim else value
+                    value = values[name][self.current][j]
+                    action_dict[agent] = value.copy() if type(value) is np.ndarray else value
                 results.append(env_copy.step(action_dict))
         self.book.record_step(results, [c.over for c in self.copies])
         columns = tuple(list(column) for column in zip(*results))
-        return self._write(self.face.step(columns, self.book.actors))
+        out = self.out
+        self.face.step(columns, self.book.actors, out=out)
+        if self.same_step:
+            self.slots.final_row[self.rows] = out.episode_terminated | out.episode_truncated
+        return columns[4], list(self.face.mask_size)
 
-    def _write(self, batch: ArrayBatch) -> tuple[list[Any], list[str]]:
-        self.slots.write(self.rows, batch)
-        return list(batch.infos), list(batch.action_mask)
+
+def _rows_of(slots: SlotArrays, rows: slice, same_step: bool) -> ArrayBatch:
+    """Views of the rows ``rows`` of every array of ``slots``, as a batch to fill."""
+    def view(value: Any) -> Any:
+        return {key: view(sub) for key, sub in value.items()} if isinstance(value, dict) \
+            else value[rows]
+
+    flags = slots.flags
+    return ArrayBatch(
+        obs=view(slots.obs), rewards=view(slots.rewards), terminated=view(flags["terminated"]),
+        truncated=view(flags["truncated"]), episode_terminated=slots.episode_terminated[rows],
+        episode_truncated=slots.episode_truncated[rows], acting=view(flags["acting"]),
+        alive=view(flags["alive"]), action_mask=view(slots.masks),
+        final_obs=view(slots.final) if same_step else None)
