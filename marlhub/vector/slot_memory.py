@@ -8,7 +8,8 @@ flags, ``acting`` and ``alive``, action masks (groups with ``Discrete``
 actions), the actions, and per copy the episode's flags. Each worker steps its
 copies and writes their rows; the parent checks the action arrays at once,
 writes them into the block and reads the results back: one message per worker
-and call, and no per-copy Python in the parent.
+and call, and no per-copy Python in the parent. A worker fills its rows with
+:class:`~marlhub.vector.arrays.DictArrays` (``out=`` its rows' views).
 
 Observations must have a fixed size (``Box``, ``MultiBinary``, ``MultiDiscrete``,
 ``Discrete``, or a ``Dict`` of them); :func:`slot_spaces_unsupported` says why
@@ -139,31 +140,6 @@ class SlotArrays:
         self.final_row = views["final_row"][None]
         for mask in self.masks.values():
             mask[...] = 1  # ones until a mask is seen, as the dict-built face has them
-        self._final_written = False  # final observations in this writer's rows
-
-    def write(self, rows: slice, batch: ArrayBatch) -> None:
-        """Write ``batch`` (a worker's copies) into the rows ``rows``."""
-        for name in self.layout.groups:
-            _put(self.obs[name], rows, batch.obs[name])
-            self.rewards[name][rows] = batch.rewards[name]
-            self.flags["terminated"][name][rows] = batch.terminated[name]
-            self.flags["truncated"][name][rows] = batch.truncated[name]
-            self.flags["acting"][name][rows] = batch.acting[name]
-            self.flags["alive"][name][rows] = batch.alive[name]
-            if name in batch.action_mask and name in self.masks:
-                self.masks[name][rows] = batch.action_mask[name]
-        self.episode_terminated[rows] = batch.episode_terminated
-        self.episode_truncated[rows] = batch.episode_truncated
-        self.final_row[rows] = False
-        if batch.final_obs is not None:
-            for name in self.layout.groups:
-                _put(self.final[name], rows, batch.final_obs[name])
-            self.final_row[rows] = batch.episode_terminated | batch.episode_truncated
-            self._final_written = True
-        elif self._final_written:  # zeros where no copy ended, as the dict-built face has
-            for name in self.layout.groups:
-                _put(self.final[name], rows, 0)
-            self._final_written = False
 
     def batch(self, infos: Sequence[Any], masked: Sequence[str], copy: bool,
               same_step: bool) -> ArrayBatch:
@@ -186,14 +162,6 @@ class SlotArrays:
             alive={name: take(self.flags["alive"][name]) for name in groups},
             action_mask={name: take(self.masks[name]) for name in masked if name in self.masks},
             infos=list(infos), final_obs=final)
-
-
-def _put(target: Any, rows: slice, value: Any) -> None:
-    if isinstance(target, dict):
-        for key, sub in target.items():
-            sub[rows] = value[key] if isinstance(value, dict) else value
-    else:
-        target[rows] = value
 
 
 def _copy(value: Any) -> Any:
