@@ -32,9 +32,7 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
-from collections.abc import Iterator
 
 __all__ = ["actions_are_prechecked", "actions_prechecked"]
 
@@ -42,18 +40,22 @@ _PRECHECKED: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "marlhub_actions_prechecked", default=False)
 
 
-
 def actions_are_prechecked() -> bool:
     """Tell whether the hub's action checks are off here (inside :func:`actions_prechecked`)."""
     return _PRECHECKED.get()
 
 
-@contextlib.contextmanager
-def actions_prechecked() -> Iterator[None]:
+class actions_prechecked:  # noqa: N801 (used as a function: ``with actions_prechecked():``)
     """Turn the hub's action checks off for the ``with`` block (see the module): the caller
-    checked every action dict already, or takes the native env's behaviour on a bad one."""
-    token = _PRECHECKED.set(True)
-    try:
-        yield
-    finally:
-        _PRECHECKED.reset(token)
+    checked every action dict already, or takes the native env's behaviour on a bad one.
+
+    A class rather than a generator function: vector envs enter it on every call.
+    """
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _PRECHECKED.set(True)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _PRECHECKED.reset(self._token)

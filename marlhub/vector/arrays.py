@@ -136,47 +136,65 @@ class DictArrays:
 
     def reset(self, obs: Sequence[Mapping[Any, Any]], infos: Sequence[Any],
               actors: Sequence[Sequence[AgentID]], mask: Any = None,
-              out: Optional[ArrayBatch] = None) -> ArrayBatch:
-        """Convert a ``reset`` (of the copies ``mask`` selects, or of all); fill ``out`` if given."""
-        for i, ob in enumerate(obs):
+              out: Optional[ArrayBatch] = None,
+              rows: Optional[Sequence[int]] = None) -> ArrayBatch:
+        """Convert a ``reset`` (of the copies ``mask`` selects, or of all); fill ``out`` if given.
+
+        ``rows``: ``obs`` and ``infos`` are those copies' only (``recv()``), and so is the
+        batch, unless ``out`` is given: then only those rows of it are written.
+        """
+        copies = range(self.num_envs) if rows is None else rows
+        for i, ob in zip(copies, obs):
             if mask is None or mask[i]:
                 self.alive[i] = set(ob)
                 self.ended[i] = False
-        batch = self._target(out)
-        if out is not None and self._final_filled:
-            _zero(out.final_obs)
+        batch = self._target(out, rows)
+        if out is not None and out.final_obs is not None \
+                and (self._final_filled or rows is not None):
+            _zero(out.final_obs, rows)
         self._final_filled = False
-        return self._fill(batch, obs, infos, actors, fresh=out is None)
+        return self._fill(batch, obs, infos, actors, out is None, rows)
+
+    def restart(self, rows: Sequence[int]) -> None:
+        """Take the copies ``rows`` as reset, before their reset comes in as a step's results
+        with no rewards and no one done (``recv()`` after ``async_reset()``)."""
+        for i in rows:
+            self.alive[i] = set()
+            self.ended[i] = False
 
     def step(self, results: tuple[Sequence[Any], ...], actors: Sequence[Sequence[AgentID]],
-             out: Optional[ArrayBatch] = None) -> ArrayBatch:
+             out: Optional[ArrayBatch] = None,
+             rows: Optional[Sequence[int]] = None) -> ArrayBatch:
         """Convert a ``step``: the five lists of the dict face, and who acts next; fill ``out``
-        if given."""
+        if given (``rows``: as :meth:`reset` takes it)."""
         obs, rewards, terminateds, truncateds, infos = results
-        batch = self._target(out)
+        batch = self._target(out, rows)
         final_rows = out.final_obs if out is not None else None
-        if final_rows is not None and self._final_filled:
-            _zero(final_rows)
+        if final_rows is not None and (self._final_filled or rows is not None):
+            _zero(final_rows, rows)
         self._final_filled = False
         slot, alive, ended = self.slot, self.alive, self.ended
         reward_rows, done_t, done_u = batch.rewards, batch.terminated, batch.truncated
         episode_t, episode_u = batch.episode_terminated, batch.episode_truncated
         same_step, disabled = self.mode == SAME_STEP, self.mode == DISABLED
-        for i, (ob, rewards_i, flags_t, flags_u) in enumerate(zip(obs, rewards, terminateds,
+        count = len(obs)
+        for k, (ob, rewards_i, flags_t, flags_u) in enumerate(zip(obs, rewards, terminateds,
                                                                    truncateds)):
+            i = k if rows is None else rows[k]  # the copy
+            p = i if out is not None else k  # its row in the batch
             for agent, reward in rewards_i.items():
                 if reward:  # each agent once in the dict: zeros stay as they are
                     name, j = slot[agent]
-                    reward_rows[name][i, j] = reward
+                    reward_rows[name][p, j] = reward
             if ended[i]:  # this call reset the copy (next_step), or it stays ended
                 ended[i] = disabled
                 alive[i] = set() if disabled else set(ob)
                 continue
             now_alive = alive[i].union(ob)
-            done = _flag_slots(flags_t, slot, done_t, i) \
+            done = _flag_slots(flags_t, slot, done_t, p) \
                 if len(flags_t) > 1 or ALL not in flags_t else []
             if len(flags_u) > 1 or ALL not in flags_u:
-                done += _flag_slots(flags_u, slot, done_u, i)
+                done += _flag_slots(flags_u, slot, done_u, p)
             all_t, all_u = flags_t.get(ALL, False), flags_u.get(ALL, False)
             if type(all_t) is not bool or type(all_u) is not bool:
                 all_t, all_u = truthy(all_t), truthy(all_u)
@@ -186,59 +204,64 @@ class DictArrays:
             for agent in now_alive:  # the episode ended while they were alive
                 name, j = slot[agent]
                 if all_t:
-                    done_t[name][i, j] = True
+                    done_t[name][p, j] = True
                 if all_u:
-                    done_u[name][i, j] = True
-            episode_t[i], episode_u[i] = all_t, all_u
+                    done_u[name][p, j] = True
+            episode_t[p], episode_u[p] = all_t, all_u
             ended[i] = not same_step
             alive[i] = set(ob) if same_step else set()  # same_step: obs is the reset's
             if same_step:
                 if final_rows is None:
-                    final_rows = self._final_rows()
-                self._fill_final(final_rows, i, infos[i])
+                    final_rows = self._final_rows(count)
+                self._fill_final(final_rows, p, infos[k])
                 self._final_filled = True
         if out is None:
             batch.final_obs = final_rows
-        return self._fill(batch, obs, infos, actors, fresh=out is None)
+        return self._fill(batch, obs, infos, actors, out is None, rows)
 
     # -- helpers ------------------------------------------------------------------
 
-    def _target(self, out: Optional[ArrayBatch]) -> ArrayBatch:
-        """``out`` cleared (zeros; masks all ones), or a new batch of zeros."""
+    def _target(self, out: Optional[ArrayBatch], rows: Optional[Sequence[int]]) -> ArrayBatch:
+        """``out`` cleared (zeros; masks all ones; only ``rows`` if given), or a new batch of
+        zeros."""
         if out is None:
-            n = self.num_envs
+            n = self.num_envs if rows is None else len(rows)
             masks = {name: np.ones((n, len(self.groups[name]), size), np.int8)
                      for name, size in self.mask_size.items()}
             return ArrayBatch(
                 obs={name: _zeros_of(self.leaves[name], (n, len(agents)))
                      for name, agents in self.groups.items() if self.leaves[name] is not None},
-                rewards=self._zeros(np.float64), terminated=self._zeros(np.bool_),
-                truncated=self._zeros(np.bool_), episode_terminated=np.zeros(n, np.bool_),
-                episode_truncated=np.zeros(n, np.bool_), acting=self._zeros(np.bool_),
-                alive=self._zeros(np.bool_), action_mask=masks)
+                rewards=self._zeros(np.float64, n), terminated=self._zeros(np.bool_, n),
+                truncated=self._zeros(np.bool_, n), episode_terminated=np.zeros(n, np.bool_),
+                episode_truncated=np.zeros(n, np.bool_), acting=self._zeros(np.bool_, n),
+                alive=self._zeros(np.bool_, n), action_mask=masks)
+        where = slice(None) if rows is None else list(rows)
         for name in self.groups:
-            _zero(out.obs[name])
+            _zero(out.obs[name], rows)
             for arrays in (out.rewards, out.terminated, out.truncated, out.acting, out.alive):
-                arrays[name].fill(0)
+                arrays[name][where] = 0
         for mask in out.action_mask.values():
-            mask.fill(1)
-        out.episode_terminated.fill(False)
-        out.episode_truncated.fill(False)
+            mask[where] = 1
+        out.episode_terminated[where] = False
+        out.episode_truncated[where] = False
         return out
 
-    def _zeros(self, dtype: Any) -> dict[str, np.ndarray]:
-        return {name: np.zeros((self.num_envs, len(agents)), dtype)
-                for name, agents in self.groups.items()}
+    def _zeros(self, dtype: Any, n: int) -> dict[str, np.ndarray]:
+        return {name: np.zeros((n, len(agents)), dtype) for name, agents in self.groups.items()}
 
     def _fill(self, batch: ArrayBatch, obs: Sequence[Any], infos: Sequence[Any],
-              actors: Sequence[Sequence[AgentID]], fresh: bool) -> ArrayBatch:
+              actors: Sequence[Sequence[AgentID]], fresh: bool,
+              rows: Optional[Sequence[int]] = None) -> ArrayBatch:
         """Write who acts, their masks, who is alive and the observations into ``batch``
-        (``fresh``: a batch of this call's, which takes a mask array for a group's first mask)."""
+        (``fresh``: a batch of this call's, which takes a mask array for a group's first mask;
+        ``rows``: the copies of ``obs`` and ``infos``, as :meth:`reset` takes them)."""
         slot, acting, alive = self.slot, batch.acting, batch.alive
         written = {name: array for name, array in batch.obs.items()
                    if self.leaves[name] is not None}
-        for i, copy_actors in enumerate(actors):
-            ob, info = obs[i], infos[i]
+        for k, (ob, info) in enumerate(zip(obs, infos)):
+            c = k if rows is None else rows[k]  # the copy
+            i = k if fresh else c  # its row in the batch
+            copy_actors = actors[c]
             if not isinstance(info, Mapping) or not info:
                 info = None
             for agent in copy_actors:
@@ -246,7 +269,8 @@ class DictArrays:
                 acting[name][i, j] = True
                 observation = ob.get(agent)
                 mask = observation.get(ACTION_MASK_KEY) if type(observation) is dict else None
-                if mask is None and (info is not None or type(observation) not in (dict, np.ndarray)):
+                if mask is None and (info is not None
+                                     or type(observation) not in (dict, np.ndarray)):
                     mask = raw_action_mask(observation, info.get(agent) if info else None)
                 if mask is None:
                     continue
@@ -256,7 +280,7 @@ class DictArrays:
                     masks[i, j] = mask
                 else:
                     self._put_mask(batch, name, i, j, mask, fresh)
-            for agent in self.alive[i]:
+            for agent in self.alive[c]:
                 name, j = slot[agent]
                 alive[name][i, j] = True
             for agent, value in ob.items():
@@ -283,12 +307,12 @@ class DictArrays:
             self.mask_size[name] = flat.size
             if masks is None and fresh:
                 masks = batch.action_mask[name] = np.ones(
-                    (self.num_envs, len(self.groups[name]), flat.size), np.int8)
+                    (len(batch.episode_terminated), len(self.groups[name]), flat.size), np.int8)
         if masks is not None:  # (``out`` may keep no masks for the group)
             masks[i, j] = flat
 
-    def _final_rows(self) -> dict[str, Any]:
-        return {name: self._obs_rows([{}] * self.num_envs, name) for name in self.groups}
+    def _final_rows(self, n: int) -> dict[str, Any]:
+        return {name: self._obs_rows([{}] * n, name) for name in self.groups}
 
     def _fill_final(self, final: dict[str, Any], i: int, infos: Any) -> None:
         common = infos.get("__common__", {}) if isinstance(infos, Mapping) else {}
@@ -338,13 +362,15 @@ def _zeros_of(leaves: Any, lead: tuple[int, ...]) -> Any:
     return {key: np.zeros(lead + shape, dtype) for key, shape, dtype in leaves}
 
 
-def _zero(target: Any) -> None:
-    """Fill an array, or each array of a nested dict, with zeros."""
+def _zero(target: Any, rows: Optional[Sequence[int]] = None) -> None:
+    """Fill an array, or each array of a nested dict, with zeros (only ``rows`` if given)."""
     if isinstance(target, dict):
         for value in target.values():
-            _zero(value)
-    else:
+            _zero(value, rows)
+    elif rows is None:
         target.fill(0)
+    else:
+        target[list(rows)] = 0
 
 
 def _set_row(target: Any, i: int, rows: Any) -> None:

@@ -23,7 +23,14 @@ import numpy as np
 from marlhub.core import ALL
 from marlhub.errors import VectorEnvError, WorkerError
 from marlhub.vector.base import DISABLED, reset_mask_of, seeds_for
-from marlhub.vector.ready import ReadyCopies, Received, count_of, received, rows_of
+from marlhub.vector.ready import (
+    ReadyCopies,
+    Received,
+    count_of,
+    received,
+    rows_of,
+    spread,
+)
 
 if TYPE_CHECKING:
     from marlhub.vector.book import CopyBook
@@ -51,6 +58,9 @@ class WorkerCycle:
         def name(self) -> str: ...
 
         def _check_idle(self) -> None: ...
+
+        def _arrived_arrays(self, rows: Sequence[int], infos: Sequence[Any],
+                            masked: Sequence[str]) -> None: ...
 
     @property
     def batch_size(self) -> int:
@@ -119,6 +129,11 @@ class WorkerCycle:
                 or no worker answered within the vector env's ``timeout``.
         """
         self._check_idle()
+        if self._face_in_use == "arrays":
+            raise VectorEnvError(self.name(), "recv() was called, but the array face holds the "
+                                 "episode (one face per episode)",
+                                 "Call recv_arrays(), or async_reset() to start an episode of "
+                                 "dicts.")
         self._check_workers("recv()")
         while self._cycle.ready_count() < self._cycle.batch_size and self._cycle.running:
             self._pump()
@@ -141,14 +156,17 @@ class WorkerCycle:
                                      f"in a {what}, so the copies are out of step")
                 self._drain()
                 raise error
+            if what in ("reset_arrays", "step_arrays"):  # the rows are in shared memory
+                self._arrived_arrays(rows, *payload)
+                continue
             if what == "reset":
                 payload = [p for p in payload if p is not None]
                 obs = [self._read(i, p[0], block) for i, p in zip(rows, payload)]
                 infos = [p[1] for p in payload]
                 mask = np.zeros(self.num_envs, bool)
                 mask[rows] = True
-                self._book.record_reset(_spread(rows, obs, self.num_envs),
-                                        _spread(rows, infos, self.num_envs), mask)
+                self._book.record_reset(spread(rows, obs, self.num_envs),
+                                        spread(rows, infos, self.num_envs), mask)
                 results: list[tuple[Any, ...]] = [(ob, {}, {ALL: False}, {ALL: False}, info)
                            for ob, info in zip(obs, infos)]
             else:
@@ -176,11 +194,3 @@ class WorkerCycle:
 
     def _read(self, i: int, sent: Any, block: int) -> Any:
         return self._shared.read(i, sent, block) if self._shared is not None else sent
-
-
-def _spread(rows: Sequence[int], values: Sequence[Any], num_envs: int) -> list[Any]:
-    """``values`` of the copies ``rows`` as one list over every copy (``{}`` elsewhere)."""
-    spread: list[Any] = [{} for _ in range(num_envs)]
-    for i, value in zip(rows, values):
-        spread[i] = value
-    return spread

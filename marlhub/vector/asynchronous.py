@@ -22,6 +22,7 @@ import gymnasium as gym
 from marlhub.adapters.batched import group_agents
 from marlhub.core import AgentID
 from marlhub.errors import VectorEnvError, WorkerError
+from marlhub.vector.array_cycle import ArrayCycle
 from marlhub.vector.async_cycle import WorkerCycle
 from marlhub.vector.base import (
     SAME_STEP,
@@ -81,7 +82,7 @@ class RemoteCopy:
         return f"<RemoteCopy {self.index} in worker {self.worker} agents={self.possible_agents!r}>"
 
 
-class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
+class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
     """``num_envs`` copies of a hub env in ``num_workers`` worker processes.
 
     The same calls and results as :class:`~marlhub.vector.SyncVectorMultiAgentEnv`
@@ -319,8 +320,8 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         if mask is not None and self._face_in_use != "arrays":
             raise VectorEnvError(self.name(), "reset_arrays() got a reset_mask, but the array "
                                  "face holds no episode", "reset_arrays() every copy first.")
-        self._pool.send([("reset_arrays", [(seeds[i], rest) if mask is None or mask[i] else None
-                                           for i in r]) for r in self._pool.ranges])
+        self._pool.send([("reset_arrays", ([(seeds[i], rest) if mask is None or mask[i] else None
+                                            for i in r], False)) for r in self._pool.ranges])
         self._face_in_use = "arrays"
         if mask is None:
             self._masked = set()
@@ -352,7 +353,7 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         checked = checker.check(actions, self._acting, masks)
         for name, value in checked.items():
             slots.actions[name][...] = checker.host(name, value)
-        self._pool.send([("step_arrays", None)] * self.num_workers)
+        self._pool.send([("step_arrays", None)] * self.num_workers)  # every copy
         return self._array_batch("step_arrays()")
 
     def _array_batch(self, call: str) -> Any:

@@ -240,19 +240,51 @@ class VectorMultiAgentEnv(_WithoutRay):
             VectorEnvError: a missing group, or an array of the wrong shape or dtype.
             ActionError: an acting slot's action outside its space or mask.
         """
+        per_copy = self._action_dicts(actions, range(self.num_envs), None)
+        return self._dict_arrays().step(self.step(per_copy), self.actors)
+
+    def async_reset_arrays(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
+        """``async_reset`` on the array face: :meth:`recv_arrays` returns the copies reset."""
+        self.async_reset(seed=seed, options=options)  # type: ignore[attr-defined]
+        mask, _ = reset_mask_of(self.name(), options, self.num_envs)
+        self._dict_arrays().restart(range(self.num_envs) if mask is None
+                                    else np.flatnonzero(mask).tolist())
+
+    def recv_arrays(self) -> Any:
+        """``recv()`` on the array face: the next ``batch_size`` ready copies as
+        :class:`~marlhub.vector.ready.ReceivedArrays`, the
+        :class:`~marlhub.vector.arrays.ArrayBatch` of their rows and their ``copy_ids``."""
+        from marlhub.vector.ready import ReceivedArrays
+
+        got = self.recv()  # type: ignore[attr-defined]
+        rows = got.copy_ids.tolist()
+        batch = self._dict_arrays().step(tuple(got[:5]), self.actors, rows=rows)
+        return ReceivedArrays(batch, got.copy_ids)
+
+    def send_arrays(self, actions: Any, copy_ids: Any) -> None:
+        """``send()`` on the array face: per group, one row of actions per copy id
+        (``(len(copy_ids), n, ...)``); :meth:`recv_arrays` returns their results."""
+        rows = self._cycle.check_send(copy_ids)  # type: ignore[attr-defined]
+        self.send(self._action_dicts(actions, rows, rows), rows)  # type: ignore[attr-defined]
+
+    def _action_dicts(self, actions: Any, rows: Sequence[int],
+                      copy_ids: Optional[Sequence[int]]) -> list[dict[AgentID, Any]]:
+        """The action dicts of the copies ``rows`` from one array per group (one row per
+        copy of ``rows``), checked against the spaces (the masks: by the dicts' check)."""
         face = self._dict_arrays()
-        actors = self.actors
+        actors = [self.actors[i] for i in rows]
         acting = {name: np.array([[a in copy for a in members] for copy in actors], bool)
+                  .reshape(len(actors), len(members))
                   for name, members in face.groups.items()}
-        face.checker.check(actions, acting, {})
-        per_copy: list[dict[AgentID, Any]] = [{} for _ in range(self.num_envs)]
+        face.checker.check(actions, acting, {}, copy_ids)
+        per_copy: list[dict[AgentID, Any]] = [{} for _ in actors]
         for name, members in face.groups.items():
             values = face.checker.host(name, actions[name])
-            for i, copy_actors in enumerate(actors):
+            for k, copy_actors in enumerate(actors):
                 for j, agent in enumerate(members):
                     if agent in copy_actors:
-                        per_copy[i][agent] = values[i, j]
-        return face.step(self.step(per_copy), self.actors)
+                        per_copy[k][agent] = values[k, j]
+        return per_copy
 
     def _dict_arrays(self) -> Any:
         face = getattr(self, "_array_face", None)

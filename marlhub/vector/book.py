@@ -37,7 +37,7 @@ from marlhub.episode.status import (
     require_running,
 )
 from marlhub.errors import ActionError
-from marlhub.spaces import find_action_mask, raw_action_mask
+from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask
 from marlhub.vector.base import DISABLED, NEXT_STEP, SAME_STEP
 
 __all__ = ["CopyBook"]
@@ -160,9 +160,11 @@ class CopyBook:
         ended, all_actors, all_obs, all_infos = self.ended, self.actors, self.obs, self.infos
         values: list[Any] = []
         checked = actions
+        next_step = self.mode == NEXT_STEP
         for i, action_dict in enumerate(actions):
             if ended[i]:
-                self._check_ended(i, action_dict)
+                if not next_step:  # next_step: reset in this call, the action dict ignored
+                    self._check_ended(i, action_dict)
                 continue
             # The common case: a dict in the actors' order, every agent of every copy in one
             # Discrete space; actions without a mask are checked for all copies at once below.
@@ -176,7 +178,10 @@ class CopyBook:
                 observation = obs.get(agent)
                 # An array holds no mask; with no info either, there is none to look for.
                 if binding and not (type(observation) is np.ndarray and not infos):
-                    mask = raw_action_mask(observation, infos.get(agent))
+                    mask = observation.get(ACTION_MASK_KEY) if type(observation) is dict \
+                        else None
+                    if mask is None:
+                        mask = raw_action_mask(observation, infos.get(agent))
                     if mask is not None:
                         if not uniform.check(action, mask):
                             self._check_copy(i, action_dict)  # raises, saying why

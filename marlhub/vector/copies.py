@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 from marlhub.core import ALL, COMMON, AgentID, missing_protocol_members
-from marlhub.episode.status import episode_over, flag
+from marlhub.episode.status import flag
 from marlhub.errors import ProtocolError, VectorEnvError
 from marlhub.spaces import masks_are_binding
 from marlhub.vector.base import NEXT_STEP, SAME_STEP
@@ -109,18 +109,16 @@ class EnvCopy:
             return {}, {}, {ALL: terminated}, {ALL: truncated}, {}
         obs, rewards, terminateds, truncateds, infos = self.env.step(action_dict)
         all_t, all_u = terminateds.get(ALL), truncateds.get(ALL)
-        if type(all_t) is bool and type(all_u) is bool:  # the common case, decided here
-            over = all_t or all_u
-        else:
-            over = episode_over(terminateds, truncateds)
-        self.over = over
+        if type(all_t) is not bool or type(all_u) is not bool:  # else decided here
+            all_t, all_u = flag(terminateds, ALL), flag(truncateds, ALL)
+        over = self.over = all_t or all_u
         if over:
             if self.mode == SAME_STEP:
                 reset_obs, reset_infos = self.env.reset()
                 return reset_obs, rewards, terminateds, truncateds, same_step_infos(
                     obs, infos, reset_infos)
             self.ended = True
-            self.final_flags = (flag(terminateds, ALL), flag(truncateds, ALL))
+            self.final_flags = (all_t, all_u)
         return obs, rewards, terminateds, truncateds, infos
 
     def __repr__(self) -> str:

@@ -64,13 +64,15 @@ class GroupActions:
                                self.shapes[name]).copy()
 
     def check(self, actions: Any, acting: Mapping[str, np.ndarray],
-              masks: Mapping[str, np.ndarray]) -> dict[str, Any]:
+              masks: Mapping[str, np.ndarray], copy_ids: Any = None) -> dict[str, Any]:
         """Return the actions per group, as given; raise for the first bad one.
 
         Args:
             actions: group -> array (numpy, or a torch tensor on the source's device).
             acting: group -> ``(num_envs, n)`` bools: slots whose actions count.
             masks: group -> ``(num_envs, n, size)`` masks, for groups with masks.
+            copy_ids: the copies of the arrays' rows (``send_arrays``), when not every
+                copy: the arrays, ``acting`` and ``masks`` then have one row per copy id.
 
         Raises:
             VectorEnvError: not a dict of the groups, or an array of the wrong shape,
@@ -86,16 +88,20 @@ class GroupActions:
                 f"Pass a dict with the keys {sorted(self.groups)}: "
                 + ", ".join(f"{name!r}: shape {self.shapes[name]}" for name in self.groups) + ".")
         for name in self.groups:
-            self._check_group(name, actions[name], acting[name], masks.get(name))
+            self._check_group(name, actions[name], acting[name], masks.get(name), copy_ids)
         return dict(actions)
 
-    def _check_group(self, name: str, value: Any, acting: np.ndarray, mask: Any) -> None:
+    def _check_group(self, name: str, value: Any, acting: np.ndarray, mask: Any,
+                     copy_ids: Any = None) -> None:
         space, shape = self.spaces[name], self.shapes[name]
+        if copy_ids is not None:
+            shape = (len(copy_ids), *shape[1:])
         values = self.host(name, value)
         if tuple(values.shape) != shape:
             raise VectorEnvError(
                 self.env_name, f"the actions of group {name!r} have shape "
-                f"{tuple(values.shape)}, not {shape} (num_envs, agents of the group"
+                f"{tuple(values.shape)}, not {shape} "
+                f"({'num_envs' if copy_ids is None else 'copy_ids'}, agents of the group"
                 f"{', the action shape' if space.shape else ''})",
                 f"Pass an array of shape {shape} for group {name!r}, e.g. "
                 "action_space.sample() of the array face.")
@@ -113,7 +119,8 @@ class GroupActions:
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])
             raise ActionError(
-                self.groups[name][j], _item(values[i, j]), copy_index=i,
+                self.groups[name][j], _item(values[i, j]),
+                copy_index=i if copy_ids is None else int(copy_ids[i]),
                 expected=f"an action in {space}"
                 f"{' allowed by its action mask' if mask is not None else ''} "
                 f"(group {name!r}, actions of shape {shape})", fix=_FIX)

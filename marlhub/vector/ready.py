@@ -40,8 +40,9 @@ import numpy as np
 
 from marlhub.errors import VectorEnvError
 
-__all__ = ["HELD", "PARKED", "READY", "RUNNING", "ReadyCopies", "Received", "check_batch_size",
-           "count_of", "received", "rows_of"]
+__all__ = ["HELD", "PARKED", "READY", "RUNNING", "ReadyCopies", "Received", "ReceivedArrays",
+           "check_batch_size",
+           "count_of", "received", "rows_of", "spread"]
 
 HELD, RUNNING, READY, PARKED = "held", "running", "ready", "parked"
 
@@ -63,6 +64,14 @@ class Received(NamedTuple):
     copy_ids: np.ndarray
 
 
+class ReceivedArrays(NamedTuple):
+    """What ``recv_arrays()`` returns: the :class:`~marlhub.vector.arrays.ArrayBatch` of the
+    copies ``copy_ids`` (an int array), one row per copy id; unpacks into two values."""
+
+    batch: Any
+    copy_ids: np.ndarray
+
+
 def received(rows: Sequence[int], results: Sequence[tuple[Any, ...]], *,
              copy: bool = False) -> Received:
     """The :class:`Received` of the copies ``rows`` from their 5-tuples (observations
@@ -71,6 +80,19 @@ def received(rows: Sequence[int], results: Sequence[tuple[Any, ...]], *,
         [list(column) for column in zip(*results)] if results else [[] for _ in range(5)])
     return Received(deepcopy(obs) if copy else obs, rewards, terminateds, truncateds, infos,
                     np.asarray(rows, dtype=np.int64))
+
+
+def spread(rows: Sequence[int], values: Sequence[Any], count: int) -> list[Any]:
+    """``values`` of the copies ``rows`` as one list over ``count`` copies (``{}`` elsewhere).
+
+    Example:
+        >>> spread([2, 0], ["c", "a"], 3)
+        ['a', {}, 'c']
+    """
+    spread_out: list[Any] = [{} for _ in range(count)]
+    for i, value in zip(rows, values):
+        spread_out[i] = value
+    return spread_out
 
 
 def rows_of(mask: Optional[np.ndarray], num_envs: int) -> list[int]:

@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
@@ -142,14 +143,18 @@ class SlotArrays:
             mask[...] = 1  # ones until a mask is seen, as the dict-built face has them
 
     def batch(self, infos: Sequence[Any], masked: Sequence[str], copy: bool,
-              same_step: bool) -> ArrayBatch:
+              same_step: bool, rows: Optional[Sequence[int]] = None) -> ArrayBatch:
         """The :class:`~marlhub.vector.arrays.ArrayBatch` in the block: copies of its arrays,
         or (``copy=False``) views valid until the next call. ``masked``: the groups whose
-        agents have shown a mask."""
+        agents have shown a mask. ``rows``: copies of these rows only (``recv_arrays``)."""
         take: Callable[[Any], Any] = _copy if copy else _view
+        ended = self.final_row
+        if rows is not None:
+            take = functools.partial(_rows, list(rows))
+            ended = take(ended)
         groups = self.layout.groups
         final = None
-        if same_step and self.final_row.any():
+        if same_step and ended.any():
             final = {name: take(self.final[name]) for name in groups}
         return ArrayBatch(
             obs={name: take(self.obs[name]) for name in groups},
@@ -162,6 +167,10 @@ class SlotArrays:
             alive={name: take(self.flags["alive"][name]) for name in groups},
             action_mask={name: take(self.masks[name]) for name in masked if name in self.masks},
             infos=list(infos), final_obs=final)
+
+
+def _rows(rows: list[int], value: Any) -> Any:
+    return {k: v[rows] for k, v in value.items()} if isinstance(value, dict) else value[rows]
 
 
 def _copy(value: Any) -> Any:

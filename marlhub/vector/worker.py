@@ -176,9 +176,11 @@ def _spin(conn: Connection, seconds: float) -> bool:
 
 
 def _answer_arrays(command: str, data: Any, arrays: WorkerArrays, first_copy: int) -> Reply:
-    """Answer a request of the shared array face: ``("ok", (infos, groups with masks))``."""
+    """Answer a request of the shared array face: ``("ok", (infos, groups with masks))``.
+    ``data``: ``(resets, only)`` for a reset (see :meth:`WorkerArrays.reset`), the copies to
+    step (by their index in this worker; None: all) for a step."""
     try:
-        return "ok", arrays.reset(data) if command == "reset_arrays" else arrays.step()
+        return "ok", arrays.reset(*data) if command == "reset_arrays" else arrays.step(data)
     except Exception as exc:
         return "error", _error_of(first_copy + arrays.current, exc)
 

@@ -25,6 +25,7 @@ from marlhub.vector.arrays import ArrayBatch, DictArrays
 from marlhub.vector.base import SAME_STEP
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import EnvCopy
+from marlhub.vector.ready import spread
 from marlhub.vector.slot_memory import SlotArrays
 
 __all__ = ["WorkerArrays"]
@@ -62,13 +63,18 @@ class WorkerArrays:
                          if type(space) is gym.spaces.Discrete}
         self.current = 0
 
-    def reset(self, resets: Sequence[Optional[tuple[Any, Any]]]) -> tuple[list[Any], list[str]]:
+    def reset(self, resets: Sequence[Optional[tuple[Any, Any]]],
+              only: bool = False) -> tuple[list[Any], list[str]]:
         """Reset the copies with ``(seed, options)`` (None: left alone by a reset_mask); write
-        their rows; return their infos and the groups that have shown a mask."""
+        their rows (``only``: only the rows of the copies reset, for ``async_reset``, else
+        every row); return their infos and the groups that have shown a mask."""
+        which = [k for k, how in enumerate(resets) if how is not None] if only else None
         obs: list[Any] = []
         infos: list[Any] = []
         for self.current, (env_copy, how) in enumerate(zip(self.copies, resets)):
             if how is None:
+                if only:
+                    continue
                 ob, info = self.book.kept_by_masked_reset(self.current)
             else:
                 ob, info = env_copy.reset(*how)
@@ -76,34 +82,48 @@ class WorkerArrays:
             infos.append(info)
         mask = None if all(how is not None for how in resets) else \
             np.array([how is not None for how in resets])
-        self.book.record_reset(obs, infos, mask)
-        self.face.reset(obs, infos, self.book.actors, mask, out=self.out)
-        self.slots.final_row[self.rows] = False
+        if which is None:
+            self.book.record_reset(obs, infos, mask)
+        else:
+            self.book.record_reset(spread(which, obs, len(resets)),
+                                   spread(which, infos, len(resets)), mask)
+        self.face.reset(obs, infos, self.book.actors, None if only else mask, out=self.out,
+                        rows=which)
+        self.slots.final_row[self._global(which)] = False
         return infos, list(self.face.mask_size)
 
-    def step(self) -> tuple[list[Any], list[str]]:
-        """Step the copies with their rows of the action arrays; write their rows; return
-        their infos and the groups that have shown a mask."""
+    def step(self, which: Optional[Sequence[int]] = None) -> tuple[list[Any], list[str]]:
+        """Step the copies (``which``: only those, by their index here) with their rows of the
+        action arrays; write their rows; return their infos and the groups that have shown a
+        mask."""
         values = {name: actions[self.rows].tolist() if name in self.discrete else
                   actions[self.rows] for name, actions in self.slots.actions.items()}
-        slot = self.face.slot
+        slot, copies, actors = self.face.slot, self.copies, self.book.actors
         results = []
         with actions_prechecked():
-            for self.current, (env_copy, actors) in enumerate(zip(self.copies,
-                                                                  self.book.actors)):
+            for self.current in range(len(copies)) if which is None else which:
                 action_dict = {}
-                for agent in actors:
+                for agent in actors[self.current]:
                     name, j = slot[agent]
                     value = values[name][self.current][j]
                     action_dict[agent] = value.copy() if type(value) is np.ndarray else value
-                results.append(env_copy.step(action_dict))
-        self.book.record_step(results, [c.over for c in self.copies])
+                results.append(copies[self.current].step(action_dict))
+        stepped = copies if which is None else [copies[k] for k in which]
+        self.book.record_step(results, [c.over for c in stepped], which)
         columns = tuple(list(column) for column in zip(*results))
         out = self.out
-        self.face.step(columns, self.book.actors, out=out)
+        self.face.step(columns, self.book.actors, out=out, rows=which)
         if self.same_step:
-            self.slots.final_row[self.rows] = out.episode_terminated | out.episode_truncated
+            if which is None:
+                self.slots.final_row[self.rows] = out.episode_terminated | out.episode_truncated
+            else:
+                self.slots.final_row[self._global(which)] = \
+                    out.episode_terminated[which] | out.episode_truncated[which]
         return columns[4], list(self.face.mask_size)
+
+    def _global(self, which: Optional[Sequence[int]]) -> Any:
+        """The rows of the shared arrays of the copies ``which`` (all of this worker's: None)."""
+        return self.rows if which is None else [self.rows.start + k for k in which]
 
 
 def _rows_of(slots: SlotArrays, rows: slice, same_step: bool) -> ArrayBatch:

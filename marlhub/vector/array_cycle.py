@@ -1,0 +1,179 @@
+"""Whoever is ready first, on the workers' array face: ``async_reset_arrays``, ``recv_arrays``
+and ``send_arrays`` of an async vector env made with ``array_face=True``.
+
+:class:`ArrayCycle` is the part of :class:`~marlhub.vector.AsyncVectorMultiAgentEnv`
+that runs the cycle of :mod:`marlhub.vector.ready` on the shared arrays of
+:mod:`marlhub.vector.slot_memory`, as EnvPool's and PufferLib's ``recv`` and
+``send`` do: ``send_arrays(actions, copy_ids)`` checks the action rows at
+once (spaces, and the masks in shared memory), writes them into the shared
+action arrays and sends each worker one message naming its copies; the
+worker steps just those and writes just their rows. Only the infos dicts come
+back through the pipes. ``recv_arrays()`` waits until ``batch_size`` copies
+are ready and copies their rows out of the block. A copy's rows are written
+only by a request that includes it, which it must be held for: the rows of a
+copy that waits for ``recv`` stay as its worker wrote them.
+
+Example:
+    >>> import marlhub
+    >>> from marlhub.vector import AsyncVectorMultiAgentEnv
+    >>> fns = marlhub.registry.vector.env_fns_for("rock_paper_scissors", 4, None)
+    >>> with AsyncVectorMultiAgentEnv(fns, num_workers=2, array_face=True,
+    ...                               batch_size=2) as envs:
+    ...     envs.async_reset_arrays(seed=0)
+    ...     batch, copy_ids = envs.recv_arrays()
+    ...     actions = {"agents": np.zeros((len(copy_ids), 2), np.int64)}
+    ...     envs.send_arrays(actions, copy_ids)
+    ...     batch.acting["agents"].shape, len(envs.recv_arrays().copy_ids)
+    ((2, 2), 2)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+
+from marlhub.errors import VectorEnvError
+from marlhub.vector.base import DISABLED, SAME_STEP, reset_mask_of, seeds_for
+from marlhub.vector.ready import ReadyCopies, ReceivedArrays, rows_of
+
+if TYPE_CHECKING:
+    from marlhub.vector.group_actions import GroupActions
+    from marlhub.vector.processes import WorkerPool
+    from marlhub.vector.slot_memory import SlotArrays
+
+__all__ = ["ArrayCycle"]
+
+
+class ArrayCycle:
+    """``async_reset_arrays``, ``send_arrays`` and ``recv_arrays`` on the workers' shared
+    arrays (see the module)."""
+
+    if TYPE_CHECKING:  # what the async vector env provides
+        num_envs: int
+        autoreset_mode: str
+        _pool: WorkerPool
+        _cycle: ReadyCopies
+        _slots: Optional[SlotArrays]
+        _group_actions: GroupActions
+        _requests: list[deque[tuple[str, list[int], int]]]
+        _face_in_use: Optional[str]
+        _masked: set[str]
+        _book: Any
+
+        def name(self) -> str: ...
+
+        def _check_idle(self) -> None: ...
+
+        def _check_workers(self, call: str) -> None: ...
+
+        def _pump(self) -> None: ...
+
+        def recv(self) -> Any: ...
+
+    def async_reset_arrays(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
+        """Start a reset of every copy (or of those ``options["reset_mask"]`` selects, which
+        must be held or parked) on the array face; :meth:`recv_arrays` returns them as their
+        workers answer, rewards zero and done flags False."""
+        if self._slots is None:  # built from the copies' dicts
+            return super().async_reset_arrays(seed, options)  # type: ignore[misc]
+        self._check_idle()
+        seeds = seeds_for(self.name(), seed, self.num_envs)
+        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
+        rows = rows_of(mask, self.num_envs)
+        if mask is None:
+            self._cycle.check_idle("async_reset_arrays()")
+        else:
+            if self._face_in_use != "arrays":
+                raise VectorEnvError(self.name(), "async_reset_arrays() got a reset_mask, but "
+                                     "the array face holds no episode",
+                                     "async_reset_arrays() every copy first.")
+            self._cycle.check_resettable(rows)
+        self._check_workers("async_reset_arrays()")
+        if mask is None:
+            self._face_in_use = "arrays"
+            self._masked = set()
+        for w, r in enumerate(self._pool.ranges):
+            mine = [i for i in rows if i in r]
+            if mine:
+                resets = [(seeds[i], rest) if i in mine else None for i in r]
+                self._pool.send_to(w, ("reset_arrays", (resets, True)))
+                self._requests[w].append(("reset_arrays", mine, 0))
+        self._cycle.start(rows)
+
+    def send_arrays(self, actions: Any, copy_ids: Any) -> None:
+        """Send the copies ``copy_ids`` their actions: per group, one row per copy id
+        (``(len(copy_ids), n, ...)``; slots that do not act are ignored); one message per
+        worker; :meth:`recv_arrays` returns their results as they come.
+
+        Raises:
+            VectorEnvError: a copy that is not held (not returned by the last
+                :meth:`recv_arrays`, or sent twice), or arrays of the wrong groups, shape or
+                dtype.
+            ActionError: an acting slot's action outside its space or mask (group, copy and
+                agent named); nothing was sent.
+            WorkerError: a worker died.
+        """
+        if self._slots is None:
+            return super().send_arrays(actions, copy_ids)  # type: ignore[misc]
+        slots = self._slots
+        self._check_idle()
+        self._check_face("send_arrays()")
+        rows = self._cycle.check_send(copy_ids)
+        binding = self._book.masks_binding[0]
+        acting = {name: flags[rows] for name, flags in slots.flags["acting"].items()}
+        masks = {name: slots.masks[name][rows] for name in self._masked} if binding else {}
+        checker = self._group_actions
+        checked = checker.check(actions, acting, masks, copy_ids=rows)
+        for name, value in checked.items():
+            slots.actions[name][rows] = checker.host(name, value)
+        self._check_workers("send_arrays()")
+        for w, r in enumerate(self._pool.ranges):
+            mine = [i for i in rows if i in r]
+            if mine:
+                self._pool.send_to(w, ("step_arrays", [i - r.start for i in mine]))
+                self._requests[w].append(("step_arrays", mine, 0))
+        self._cycle.start(rows)
+
+    def recv_arrays(self) -> ReceivedArrays:
+        """Wait for the next :attr:`batch_size` copies to be ready (fewer when no more can come)
+        and return their rows, as :class:`ReceivedArrays`: the
+        :class:`~marlhub.vector.arrays.ArrayBatch` (copies of the shared arrays) and
+        ``copy_ids``.
+
+        Raises:
+            VectorEnvError: no copy is running or ready, or the face holds dicts.
+            WorkerError: a worker died (whatever other copies are ready), a copy raised,
+                or no worker answered within the vector env's ``timeout``.
+        """
+        if self._slots is None:
+            return super().recv_arrays()  # type: ignore[misc]
+        slots = self._slots
+        self._check_idle()
+        self._check_face("recv_arrays()")
+        self._check_workers("recv_arrays()")
+        while self._cycle.ready_count() < self._cycle.batch_size and self._cycle.running:
+            self._pump()
+        rows, infos = self._cycle.take_some()
+        batch = slots.batch(infos, sorted(self._masked), True,
+                            self.autoreset_mode == SAME_STEP, rows)
+        return ReceivedArrays(batch, np.asarray(rows, dtype=np.int64))
+
+    def _arrived_arrays(self, rows: Sequence[int], infos: Sequence[Any],
+                        masked: Sequence[str]) -> None:
+        """A worker answered for the copies ``rows``: their rows are in the block."""
+        slots = self._slots
+        assert slots is not None
+        self._masked.update(masked)
+        park = self.autoreset_mode == DISABLED
+        for i, info in zip(rows, infos):
+            ended = park and bool(slots.episode_terminated[i] or slots.episode_truncated[i])
+            self._cycle.arrive(i, info, ended)
+
+    def _check_face(self, call: str) -> None:
+        if self._face_in_use != "arrays":
+            raise VectorEnvError(self.name(), f"{call} was called, but the array face holds no "
+                                 "episode (one face per episode)",
+                                 "Start one with async_reset_arrays().")
