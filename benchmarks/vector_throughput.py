@@ -313,12 +313,31 @@ def run_async(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int, *,
         return drive_vector(venv, seconds, seed)
 
 
-def run_async_arrays(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
+def array_actions(spaces: dict[str, Any], batch: Any, rng: np.random.Generator) -> dict[str, Any]:
+    """One action per slot of ``batch``, drawn for all slots at once (a random legal one from
+    the mask), as an array learner does."""
+    actions = {}
+    for name, space in spaces.items():
+        mask = batch.action_mask.get(name)
+        if mask is not None:
+            actions[name] = np.argmax(rng.random(mask.shape) * mask, axis=-1)
+        elif hasattr(space, "n"):
+            actions[name] = int(space.start) + rng.integers(0, int(space.n),
+                                                            batch.acting[name].shape)
+        else:  # a Box
+            shape = batch.acting[name].shape + space.shape
+            actions[name] = rng.uniform(space.low, space.high, shape).astype(space.dtype)
+    return actions
+
+
+def run_async_arrays(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int, *,
+                     autoreset_mode: str = "next_step") -> float:
     """The async env with ``array_face=True``: the workers write each group's arrays into
-    shared memory; the actions are drawn for all slots at once (a random legal one from the
-    mask), as an array learner does; one agent-step per acting slot."""
+    shared memory; the actions are drawn for all slots at once; one agent-step per acting
+    slot."""
     with AsyncVectorMultiAgentEnv(env_fns(spec, n), num_workers=min(n, workers),
-                                  array_face=True, env_id=spec.env_id) as venv:
+                                  array_face=True, env_id=spec.env_id,
+                                  autoreset_mode=autoreset_mode) as venv:
         rng = np.random.default_rng(seed)
         spaces = {name: venv.get_action_space(members[0])
                   for name, members in venv.groups.items()}
@@ -326,20 +345,30 @@ def run_async_arrays(spec: EnvSpec, n: int, seconds: float, seed: int, workers: 
 
         def step() -> int:
             nonlocal batch
-            actions = {}
-            for name, space in spaces.items():
-                mask = batch.action_mask.get(name)
-                if mask is not None:
-                    actions[name] = np.argmax(rng.random(mask.shape) * mask, axis=-1)
-                elif hasattr(space, "n"):
-                    actions[name] = int(space.start) + rng.integers(
-                        0, int(space.n), batch.acting[name].shape)
-                else:  # a Box
-                    shape = batch.acting[name].shape + space.shape
-                    actions[name] = rng.uniform(space.low, space.high, shape).astype(space.dtype)
+            actions = array_actions(spaces, batch, rng)
             done = sum(int(acting.sum()) for acting in batch.acting.values())
             batch = venv.step_arrays(actions)
             return done
+
+        return timed(seconds, step)
+
+
+def run_arrays_recv_send(spec: EnvSpec, n: int, seconds: float, seed: int,
+                         workers: int) -> float:
+    """The array face driven by ``recv_arrays()``/``send_arrays()`` with ``batch_size = n // 2``:
+    the learner draws actions for the copies that are ready while the others step."""
+    with AsyncVectorMultiAgentEnv(env_fns(spec, n), num_workers=min(n, workers),
+                                  array_face=True, batch_size=max(1, n // 2),
+                                  env_id=spec.env_id) as venv:
+        rng = np.random.default_rng(seed)
+        spaces = {name: venv.get_action_space(members[0])
+                  for name, members in venv.groups.items()}
+        venv.async_reset_arrays(seed=seed)
+
+        def step() -> int:
+            batch, copy_ids = venv.recv_arrays()
+            venv.send_arrays(array_actions(spaces, batch, rng), copy_ids)
+            return sum(int(acting.sum()) for acting in batch.acting.values())
 
         return timed(seconds, step)
 
@@ -462,12 +491,16 @@ def contestants_for(spec: EnvSpec) -> tuple[dict[str, Callable[..., float]], lis
         runners["native"] = native
     if spec.make is not None:  # varied: the recv/send cycle against the synchronous call
         return {"serial": run_serial, "sync": run_sync, "async": run_async,
-                "async recv/send": run_recv_send, "serial split": run_split}, []
+                "async recv/send": run_recv_send, "async arrays": run_async_arrays,
+                "arrays recv/send": run_arrays_recv_send, "serial split": run_split}, []
     runners.update({"serial": run_serial, "sync": run_sync, "sync same_step": run_sync_same_step,
                     "async": run_async,
                     "async copy=False": functools.partial(run_async, copy=False),
                     "async recv/send": run_recv_send,
                     "async arrays": run_async_arrays,
+                    "async arrays same_step": functools.partial(run_async_arrays,
+                                                                autoreset_mode="same_step"),
+                    "arrays recv/send": run_arrays_recv_send,
                     "serial split": run_split})
     for name, factory in (("supersuit", lambda: supersuit_runner(spec)), ("rllib", rllib_runner)):
         runner = factory()

@@ -262,7 +262,7 @@ class DictArrays:
             c = k if rows is None else rows[k]  # the copy
             i = k if fresh else c  # its row in the batch
             copy_actors = actors[c]
-            if not isinstance(info, Mapping) or not info:
+            if not (type(info) is dict or isinstance(info, Mapping)) or not info:
                 info = None
             for agent in copy_actors:
                 name, j = slot[agent]
@@ -318,8 +318,18 @@ class DictArrays:
         common = infos.get("__common__", {}) if isinstance(infos, Mapping) else {}
         final_obs = common.get(FINAL_OBS, {}) if isinstance(common, Mapping) else {}
         for name in self.groups:
-            row = self._obs_rows([final_obs], name)
-            _set_row(final[name], i, row)
+            if self.leaves[name] is None:  # no fixed size: through gymnasium's concatenate
+                _set_row(final[name], i, self._obs_rows([final_obs], name))
+        for agent, value in final_obs.items():  # the rows hold zeros: write the slots seen
+            name, j = self.slot[agent]
+            target = final[name]
+            if self.leaves[name] is None:
+                continue
+            if type(target) is dict:
+                for key, array in target.items():
+                    array[i, j] = value[key]
+            else:
+                target[i, j] = value
 
     def _obs_rows(self, obs: Sequence[Mapping[Any, Any]], name: str) -> Any:
         leaves = self.leaves[name]
