@@ -138,7 +138,7 @@ class ArrayCycle:
         self._cycle.start(rows)
 
     def recv_arrays(self) -> ReceivedArrays:
-        """Wait for the next :attr:`batch_size` copies to be ready (fewer when no more can come)
+        """Wait for the next ``batch_size`` copies to be ready (fewer when no more can come)
         and return their rows, as :class:`ReceivedArrays`: the
         :class:`~marlhub.vector.arrays.ArrayBatch` (copies of the shared arrays) and
         ``copy_ids``.

@@ -21,7 +21,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence, Sized
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from typing import Any, Optional
 
 import gymnasium as gym
@@ -98,7 +98,7 @@ class CopyBook:
         self.started = True
         self.broken = None
 
-    def record_step(self, results: Sequence[tuple[Any, ...]],
+    def record_step(self, results: Iterable[tuple[Any, ...]],
                     overs: Optional[Sequence[bool]] = None,
                     rows: Optional[Sequence[int]] = None) -> None:
         """Record the 5-tuple each copy returned from ``step``.
