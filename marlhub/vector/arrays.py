@@ -132,7 +132,9 @@ class DictArrays:
                                     {a: action_space(a) for a in self.slot})
         self.alive: list[set[AgentID]] = [set() for _ in range(num_envs)]
         self.ended = [False] * num_envs
-        self._final_filled = False  # final observations written into the last ``out``
+        # final observations written into ``out`` since it was last zeroed whole: a call on
+        # some rows (``recv()``) zeroes only those, and the others may still hold theirs
+        self._final_filled = False
 
     def reset(self, obs: Sequence[Mapping[Any, Any]], infos: Sequence[Any],
               actors: Sequence[Sequence[AgentID]], mask: Any = None,
@@ -152,7 +154,8 @@ class DictArrays:
         if out is not None and out.final_obs is not None \
                 and (self._final_filled or rows is not None):
             _zero(out.final_obs, rows)
-        self._final_filled = False
+        if rows is None:
+            self._final_filled = False
         return self._fill(batch, obs, infos, actors, out is None, rows)
 
     def restart(self, rows: Sequence[int]) -> None:
@@ -172,7 +175,8 @@ class DictArrays:
         final_rows = out.final_obs if out is not None else None
         if final_rows is not None and (self._final_filled or rows is not None):
             _zero(final_rows, rows)
-        self._final_filled = False
+        if rows is None:
+            self._final_filled = False
         slot, alive, ended = self.slot, self.alive, self.ended
         reward_rows, done_t, done_u = batch.rewards, batch.terminated, batch.truncated
         episode_t, episode_u = batch.episode_terminated, batch.episode_truncated

@@ -155,7 +155,6 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
         self.array_face = array_face
         self._face_in_use: Optional[str] = None  # "dicts" or "arrays", set by the resets
         self._masked: set[str] = set()  # groups of the array face that have shown a mask
-        self._acting: dict[str, Any] = {}
         self._pool = WorkerPool(self.env_fns, self.num_workers, ctx, buffers, layout,
                                 self.autoreset_mode, daemon,
                                 (self._slots.layout, self._slot_buffer) if self._slots else None)
@@ -350,7 +349,7 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
         binding = self._book.masks_binding[0]
         slots, checker = self._slots, self._group_actions
         masks = {name: slots.masks[name] for name in self._masked} if binding else {}
-        checked = checker.check(actions, self._acting, masks)
+        checked = checker.check(actions, slots.flags["acting"], masks)  # as the workers left them
         for name, value in checked.items():
             slots.actions[name][...] = checker.host(name, value)
         self._pool.send([("step_arrays", None)] * self.num_workers)  # every copy
@@ -365,7 +364,6 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
             self._masked.update(masked)
         slots = self._slots
         assert slots is not None
-        self._acting = {name: acting.copy() for name, acting in slots.flags["acting"].items()}
         return slots.batch(infos, sorted(self._masked), self.copy,
                            self.autoreset_mode == SAME_STEP)
 

@@ -202,3 +202,40 @@ def test_the_sync_env_cycles_on_the_arrays_it_builds() -> None:
             bad = np.zeros((3, 2), np.int64)
             bad[1] = 9
             envs.send_arrays({"agents": bad}, copy_ids)
+
+
+def test_sends_to_some_copies_then_synchronous_calls() -> None:
+    """send_arrays to some held copies, then step_arrays of all: the workers' rows (and the
+    final observations that earlier sends left in them) are the face built from the dicts."""
+    shared = AsyncVectorMultiAgentEnv(_fns("openspiel/kuhn_poker"), num_workers=2,
+                                      timeout=TIMEOUT, autoreset_mode="same_step",
+                                      array_face=True)
+    built = SyncVectorMultiAgentEnv(_fns("openspiel/kuhn_poker"), autoreset_mode="same_step")
+    with shared, built:
+        pairs = [(shared, _Actions(shared)), (built, _Actions(built))]
+        latest: list[dict[int, Any]] = [{}, {}]  # copy -> (batch, row) it came back in
+
+        def actions(e: int, copies: list[int]) -> dict[str, np.ndarray]:
+            draw = pairs[e][1]
+            parts = [draw.rows(latest[e][i][0], [i], [latest[e][i][1]]) for i in copies]
+            return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+
+        for envs, _ in pairs:
+            envs.async_reset_arrays(seed=3)
+        for t in range(60):
+            got, want = (envs.recv_arrays() for envs, _ in pairs)
+            assert list(got.copy_ids) == list(want.copy_ids)
+            assert why_different(got.batch.__dict__, want.batch.__dict__) is None, f"recv {t}"
+            for e, received in enumerate((got, want)):
+                for k, i in enumerate(received.copy_ids):
+                    latest[e][int(i)] = (received.batch, k)
+            if t % 3 == 2:  # every copy is held: one synchronous call
+                got_batch, want_batch = (envs.step_arrays(actions(e, list(range(N))))
+                                         for e, (envs, _) in enumerate(pairs))
+                assert why_different(got_batch.__dict__, want_batch.__dict__) is None, \
+                    f"step after recv {t}"
+                for e, batch in enumerate((got_batch, want_batch)):
+                    latest[e] = {i: (batch, i) for i in range(N)}
+            some = [0, 1] if t % 3 == 1 else [2, 3, 4] if t % 3 == 2 else [0, 2, 4]
+            for e, (envs, _) in enumerate(pairs):
+                envs.send_arrays(actions(e, some), some)
