@@ -142,21 +142,22 @@ class WorkerPool:
         Raises:
             WorkerError: one of them died, or none answered within ``timeout`` seconds.
         """
-        waits = [self.conns[w] for w in workers] + [self.processes[w].sentinel for w in workers]
-        if not wait(waits, timeout=timeout):
+        answered, ended = self._wait(set(workers), timeout)
+        if not answered and not ended:
             raise self.error(min(workers), call, f"did not answer within {timeout:g} s",
                              "The vector env cannot go on: close() it (which ends the workers) "
                              "and make a new one, or give the call more time.")
         replies = []
         for w in workers:
+            if w not in answered and w not in ended:
+                continue
             try:
-                if self.conns[w].poll():
+                if w in answered or self.conns[w].poll():  # an answer sent before it ended
                     replies.append((w, self.conns[w].recv()))
                     continue
             except (EOFError, OSError):
-                raise self.died(w, call) from None
-            if not self.processes[w].is_alive():
-                raise self.died(w, call)
+                pass
+            raise self.died(w, call)
         return replies
 
     def check_alive(self, call: str) -> None:
