@@ -30,14 +30,14 @@ Example:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from marlhub.errors import VectorEnvError
-from marlhub.vector.base import DISABLED, SAME_STEP, reset_mask_of, seeds_for
-from marlhub.vector.ready import ReadyCopies, ReceivedArrays, rows_of
+from marlhub.vector.base import DISABLED, SAME_STEP
+from marlhub.vector.ready import ReadyCopies, ReceivedArrays
 
 if TYPE_CHECKING:
     from marlhub.vector.group_actions import GroupActions
@@ -71,6 +71,13 @@ class ArrayCycle:
 
         def _pump(self) -> None: ...
 
+        def _resets_to_start(self, seed: Any, options: Optional[dict[str, Any]], call: str
+                             ) -> tuple[list[Any], Optional[np.ndarray],
+                                        Optional[dict[str, Any]], list[int]]: ...
+
+        def _request(self, what: str, rows: list[int],
+                     payload: Callable[[range, list[int], int], Any]) -> None: ...
+
         def recv(self) -> Any: ...
 
     def async_reset_arrays(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
@@ -79,29 +86,16 @@ class ArrayCycle:
         workers answer, rewards zero and done flags False."""
         if self._slots is None:  # built from the copies' dicts
             return super().async_reset_arrays(seed, options)  # type: ignore[misc]
-        self._check_idle()
-        seeds = seeds_for(self.name(), seed, self.num_envs)
-        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
-        rows = rows_of(mask, self.num_envs)
-        if mask is None:
-            self._cycle.check_idle("async_reset_arrays()")
-        else:
-            if self._face_in_use != "arrays":
-                raise VectorEnvError(self.name(), "async_reset_arrays() got a reset_mask, but "
-                                     "the array face holds no episode",
-                                     "async_reset_arrays() every copy first.")
-            self._cycle.check_resettable(rows)
-        self._check_workers("async_reset_arrays()")
+        seeds, mask, rest, rows = self._resets_to_start(seed, options, "async_reset_arrays()")
         if mask is None:
             self._face_in_use = "arrays"
             self._masked = set()
-        for w, r in enumerate(self._pool.ranges):
-            mine = [i for i in rows if i in r]
-            if mine:
-                resets = [(seeds[i], rest) if i in mine else None for i in r]
-                self._pool.send_to(w, ("reset_arrays", (resets, True)))
-                self._requests[w].append(("reset_arrays", mine, 0))
-        self._cycle.start(rows)
+        elif self._face_in_use != "arrays":
+            raise VectorEnvError(self.name(), "async_reset_arrays() got a reset_mask, but "
+                                 "the array face holds no episode",
+                                 "async_reset_arrays() every copy first.")
+        self._request("reset_arrays", rows, lambda r, mine, _: (
+            [(seeds[i], rest) if i in mine else None for i in r], True))
 
     def send_arrays(self, actions: Any, copy_ids: Any) -> None:
         """Send the copies ``copy_ids`` their actions: per group, one row per copy id
@@ -130,12 +124,7 @@ class ArrayCycle:
         for name, value in checked.items():
             slots.actions[name][rows] = checker.host(name, value)
         self._check_workers("send_arrays()")
-        for w, r in enumerate(self._pool.ranges):
-            mine = [i for i in rows if i in r]
-            if mine:
-                self._pool.send_to(w, ("step_arrays", [i - r.start for i in mine]))
-                self._requests[w].append(("step_arrays", mine, 0))
-        self._cycle.start(rows)
+        self._request("step_arrays", rows, lambda r, mine, _: [i - r.start for i in mine])
 
     def recv_arrays(self) -> ReceivedArrays:
         """Wait for the next ``batch_size`` copies to be ready (fewer when no more can come)

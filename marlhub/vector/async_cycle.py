@@ -15,7 +15,7 @@ workers never wait for each other.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
@@ -71,23 +71,42 @@ class WorkerCycle:
         """Start a reset of every copy (or of those ``options["reset_mask"]`` selects, which
         must be held or parked); :meth:`recv` returns them as their workers answer, rewards
         ``{}`` and done flags False."""
+        seeds, mask, rest, rows = self._resets_to_start(seed, options, "async_reset()")
+        if mask is None:
+            self._face_in_use = "dicts"
+        self._request("reset", rows, lambda r, mine, block: (
+            block, [(seeds[i], rest) if i in mine else None for i in r]))
+
+    def _resets_to_start(self, seed: Any, options: Optional[dict[str, Any]], call: str
+                         ) -> tuple[list[Any], Optional[np.ndarray], Optional[dict[str, Any]],
+                                    list[int]]:
+        """The seeds, reset mask, options for the copies and rows of ``call`` (an
+        ``async_reset`` of either face), once the copies it resets are found resettable and
+        the workers alive."""
         self._check_idle()
         seeds = seeds_for(self.name(), seed, self.num_envs)
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
         rows = rows_of(mask, self.num_envs)
         if mask is None:
-            self._cycle.check_idle("async_reset()")
-            self._face_in_use = "dicts"
+            self._cycle.check_idle(call)
         else:
             self._cycle.check_resettable(rows)
-        self._check_workers("async_reset()")
+        self._check_workers(call)
+        return seeds, mask, rest, rows
+
+    def _request(self, what: str, rows: list[int],
+                 payload: Callable[[range, list[int], int], Any]) -> None:
+        """Send each worker that holds some of the copies ``rows`` one request ``(what,
+        payload(its copies, those of rows, shared block))``, queue it for :meth:`_pump`, and
+        mark ``rows`` running. Only the dict face's requests take a block of shared
+        observations."""
+        shared = self._shared if what in ("reset", "step") else None
         for w, r in enumerate(self._pool.ranges):
             mine = [i for i in rows if i in r]
             if mine:
-                block = self._shared.next_block() if self._shared is not None else 0
-                self._pool.send_to(w, ("reset", (block, [(seeds[i], rest) if i in mine else None
-                                                         for i in r])))
-                self._requests[w].append(("reset", mine, block))
+                block = shared.next_block() if shared is not None else 0
+                self._pool.send_to(w, (what, payload(r, mine, block)))
+                self._requests[w].append((what, mine, block))
         self._cycle.start(rows)
 
     def send(self, actions: Sequence[Any], copy_ids: Any) -> None:
@@ -108,14 +127,9 @@ class WorkerCycle:
         rows = self._cycle.check_send(copy_ids, count_of(self.name(), actions))
         checked = self._book.check_rows(actions, rows)
         self._check_workers("send()")
-        for w, r in enumerate(self._pool.ranges):
-            mine = [k for k, i in enumerate(rows) if i in r]
-            if mine:
-                block = self._shared.next_block() if self._shared is not None else 0
-                self._pool.send_to(w, ("step", (block, [checked[k] for k in mine],
-                                                [rows[k] - r.start for k in mine])))
-                self._requests[w].append(("step", [rows[k] for k in mine], block))
-        self._cycle.start(rows)
+        position = {i: k for k, i in enumerate(rows)}
+        self._request("step", rows, lambda r, mine, block: (
+            block, [checked[position[i]] for i in mine], [i - r.start for i in mine]))
 
     def recv(self) -> Received:
         """Wait for the next :attr:`batch_size` copies to be ready (fewer when no more can come)
