@@ -42,7 +42,7 @@ import numpy as np
 
 from marlhub.core import AgentID
 from marlhub.errors import EpisodeDroppedError, ExternalEnvError
-from marlhub.external.codec import WireValueError, decode, encode, space_message
+from marlhub.external.codec import WireValueError, decode, encode_into, space_message
 from marlhub.external.proto import load_wire
 
 __all__ = ["PolicyClient"]
@@ -132,25 +132,28 @@ class PolicyClient:
             pass
         self.learner_gone.set()
 
-    def _call(self, name: str, **fields: Any) -> Any:
-        import grpc
-
+    def _request(self, name: str, **fields: Any) -> Any:
+        """A new request of the call ``name``, of this simulator's session."""
         if self.closed:
             raise ExternalEnvError(f"PolicyClient({self.address!r})", f"{name}() after close()",
                                    "Make a new PolicyClient.")
-        request = self._wire.messages[self._wire.rpcs[name][0]](session=self.session, **fields)
+        return self._wire.messages[self._wire.rpcs[name][0]](session=self.session, **fields)
+
+    def _call(self, name: str, request: Any = None, **fields: Any) -> Any:
+        """Send ``request`` (or a new one with ``fields``); return the response."""
+        import grpc
+
+        if request is None:
+            request = self._request(name, **fields)
         try:
             return self._calls[name](request)
         except grpc.RpcError as exc:
             raise _error(exc, self.address, name) from None
 
-    def _values(self, values: Mapping[AgentID, Any], what: str) -> list[Any]:
-        items = []
+    def _add_values(self, field: Any, values: Mapping[AgentID, Any], what: str) -> None:
+        """Add ``values`` to the repeated ``AgentValue`` field ``field`` of a request."""
         for agent, value in _mapping(values, what).items():
-            item = self._wire.messages["AgentValue"](agent=str(agent))
-            item.value.CopyFrom(encode(value))
-            items.append(item)
-        return items
+            encode_into(field.add(agent=str(agent)).value, value)
 
     def start_episode(self, episode_id: Optional[str] = None,
                       training_enabled: bool = True) -> str:
@@ -160,8 +163,9 @@ class PolicyClient:
 
     def get_action(self, episode_id: str, observation_dict: Mapping[AgentID, Any]) -> dict:
         """Return the learner's actions for the agents in ``observation_dict`` (blocks)."""
-        response = self._call("GetAction", episode_id=episode_id,
-                              observations=self._values(observation_dict, "observation_dict"))
+        request = self._request("GetAction", episode_id=episode_id)
+        self._add_values(request.observations, observation_dict, "observation_dict")
+        response = self._call("GetAction", request)
         try:
             return {item.agent: decode(item.value, self.action_spaces[item.agent])
                     for item in response.actions}
@@ -173,9 +177,10 @@ class PolicyClient:
     def log_action(self, episode_id: str, observation_dict: Mapping[AgentID, Any],
                    action_dict: Mapping[AgentID, Any]) -> None:
         """Record actions the simulator took itself for these observations (off-policy)."""
-        self._call("LogAction", episode_id=episode_id,
-                   observations=self._values(observation_dict, "observation_dict"),
-                   actions=self._values(action_dict, "action_dict"))
+        request = self._request("LogAction", episode_id=episode_id)
+        self._add_values(request.observations, observation_dict, "observation_dict")
+        self._add_values(request.actions, action_dict, "action_dict")
+        self._call("LogAction", request)
 
     def log_returns(self, episode_id: str, reward_dict: Mapping[AgentID, Any],
                     info_dict: Optional[Mapping[AgentID, Any]] = None,
@@ -193,8 +198,9 @@ class PolicyClient:
 
     def end_episode(self, episode_id: str, observation_dict: Mapping[AgentID, Any]) -> None:
         """End the episode (terminated) with the agents' final observations."""
-        self._call("EndEpisode", episode_id=episode_id,
-                   observations=self._values(observation_dict, "observation_dict"))
+        request = self._request("EndEpisode", episode_id=episode_id)
+        self._add_values(request.observations, observation_dict, "observation_dict")
+        self._call("EndEpisode", request)
 
     def close(self) -> None:
         """Disconnect: the learner ends this simulator's running episodes, truncated."""

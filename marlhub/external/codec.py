@@ -32,7 +32,8 @@ import numpy as np
 from marlhub.external.episodes import in_space
 from marlhub.external.proto import load_wire
 
-__all__ = ["WireValueError", "decode", "encode", "space_from_message", "space_message"]
+__all__ = ["WireValueError", "decode", "encode", "encode_into", "space_from_message",
+           "space_message", "tensor", "tensor_into"]
 
 
 class WireValueError(ValueError):
@@ -59,20 +60,26 @@ def _little_endian(dtype: np.dtype) -> np.dtype:
 
 def tensor(array: Any, *, typed: bool = False) -> Any:
     """The ``Tensor`` message of ``array``."""
+    message = _messages()["Tensor"]()
+    tensor_into(message, array, typed=typed)
+    return message
+
+
+def tensor_into(message: Any, array: Any, *, typed: bool = False) -> None:
+    """Write ``array`` into the empty ``Tensor`` message ``message`` (what :func:`tensor`
+    returns, built in place: no message is made and copied)."""
     array = np.asarray(array)
-    Tensor = _messages()["Tensor"]
     dtype = array.dtype
+    message.shape.extend(array.shape)
+    message.dtype = _name(dtype)
     if not typed:
-        return Tensor(shape=array.shape, dtype=_name(dtype),
-                      raw=np.ascontiguousarray(array, _little_endian(dtype)).tobytes())
-    message = Tensor(shape=array.shape, dtype=_name(dtype))
-    if array.dtype.kind == "b":
+        message.raw = np.ascontiguousarray(array, _little_endian(dtype)).tobytes()
+    elif dtype.kind == "b":
         message.bools.values.extend(array.ravel().tolist())
-    elif array.dtype.kind in "iu":
+    elif dtype.kind in "iu":
         message.int64s.values.extend(array.ravel().astype(np.int64).tolist())
     else:
         message.doubles.values.extend(array.ravel().astype(np.float64).tolist())
-    return message
 
 
 def array_of(message: Any, dtype: Any = None) -> np.ndarray:
@@ -120,25 +127,58 @@ def array_of(message: Any, dtype: Any = None) -> np.ndarray:
 
 def encode(value: Any, *, typed: bool = False) -> Any:
     """The ``Value`` message of ``value`` (an array or number, or a dict or tuple of them)."""
-    Value = _messages()["Value"]
+    message = _messages()["Value"]()
+    encode_into(message, value, typed=typed)
+    return message
+
+
+def encode_into(message: Any, value: Any, *, typed: bool = False) -> None:
+    """Write ``value`` into the empty ``Value`` message ``message`` (what :func:`encode`
+    returns, built in place: a field of the request or response being built, never a
+    message made and then copied into it).
+
+    Example:
+        >>> answer = _messages()["AgentValue"](agent="a")
+        >>> encode_into(answer.value, np.int64(2), typed=True)
+        >>> answer.value == encode(np.int64(2), typed=True)
+        True
+    """
     if typed and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         # the answer to most decisions: one int, as a typed scalar
-        dtype = value.dtype if isinstance(value, np.integer) else np.dtype(np.int64)
-        return Value(tensor=_messages()["Tensor"](int64s={"values": [int(value)]},
-                                                   dtype=_name(dtype)))
-    if isinstance(value, dict):
-        message = Value()
+        tensor = message.tensor
+        tensor.dtype = _name(value.dtype) if isinstance(value, np.integer) else "int64"
+        tensor.int64s.values.append(int(value))
+    elif isinstance(value, dict):
         message.dict.SetInParent()
         for name, item in value.items():
-            message.dict.items.add(name=str(name)).value.CopyFrom(encode(item, typed=typed))
-        return message
-    if isinstance(value, tuple):
-        message = Value()
+            encode_into(message.dict.items.add(name=str(name)).value, item, typed=typed)
+    elif isinstance(value, tuple):
         message.tuple.SetInParent()
         for item in value:
-            message.tuple.items.add().CopyFrom(encode(item, typed=typed))
-        return message
-    return Value(tensor=tensor(value, typed=typed))  # (Value(tensor=...) copies it once)
+            encode_into(message.tuple.items.add(), item, typed=typed)
+    else:
+        tensor_into(message.tensor, value, typed=typed)
+
+
+def _quick_value(tensor: Any, space: gym.Space) -> Any:
+    """The value of the two tensors most messages hold, in their space: one int for a
+    ``Discrete`` space (most actions), raw bytes of the space's dtype and shape for a ``Box``
+    (most observations); None for anything else, or a value outside the space, which
+    :func:`decode` then decodes (and refuses) the long way."""
+    if type(space) is gym.spaces.Discrete:
+        if tensor.WhichOneof("payload") == "int64s" and not tensor.shape:
+            values = tensor.int64s.values
+            if len(values) == 1 and in_space(space, values[0]):
+                return space.dtype.type(values[0])
+    elif type(space) is gym.spaces.Box and tensor.WhichOneof("payload") == "raw" \
+            and tensor.dtype == _name(space.dtype) and tuple(tensor.shape) == space.shape:
+        raw = tensor.raw
+        dtype = _little_endian(space.dtype)
+        if len(raw) == dtype.itemsize * math.prod(space.shape):
+            value = np.frombuffer(raw, dtype).reshape(space.shape).astype(space.dtype)
+            if in_space(space, value):
+                return value
+    return None
 
 
 def decode(message: Any, space: gym.Space) -> Any:
@@ -148,6 +188,10 @@ def decode(message: Any, space: gym.Space) -> Any:
         WireValueError: a value of the wrong structure, shape or dtype, or outside ``space``.
     """
     kind = message.WhichOneof("kind")
+    if kind == "tensor":
+        quick = _quick_value(message.tensor, space)
+        if quick is not None:
+            return quick
     if isinstance(space, gym.spaces.Dict):
         if kind != "dict":
             raise WireValueError(f"expected a dict value for {space}, got {kind or 'nothing'}")
@@ -163,11 +207,6 @@ def decode(message: Any, space: gym.Space) -> Any:
         return tuple(decode(item, sub) for item, sub in zip(message.tuple.items, space.spaces))
     if kind != "tensor":
         raise WireValueError(f"expected a tensor for {space}, got {kind or 'nothing'}")
-    if type(space) is gym.spaces.Discrete and message.tensor.WhichOneof("payload") == "int64s" \
-            and not message.tensor.shape:  # the answer to most decisions: one int
-        values = message.tensor.int64s.values
-        if len(values) == 1 and in_space(space, values[0]):
-            return space.dtype.type(values[0])
     array = array_of(message.tensor, space.dtype)
     if isinstance(space, gym.spaces.Discrete):
         if array.shape != ():

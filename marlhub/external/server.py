@@ -32,7 +32,12 @@ import gymnasium as gym
 
 from marlhub.core import AgentID
 from marlhub.errors import EpisodeDroppedError, ExternalEnvError, ExternalTimeoutError
-from marlhub.external.codec import WireValueError, decode, encode, space_from_message
+from marlhub.external.codec import (
+    WireValueError,
+    decode,
+    encode_into,
+    space_from_message,
+)
 from marlhub.external.episodes import DEFAULT_MAX_EPISODES, EpisodeBook
 from marlhub.external.proto import load_wire
 
@@ -263,7 +268,7 @@ class PolicyServer:
         actions = book.get_action(episode_id, obs, in_spaces=True)
         response = self._wire.messages["GetActionResponse"]()
         for agent, action in actions.items():
-            response.actions.add(agent=agent).value.CopyFrom(encode(action, typed=True))
+            encode_into(response.actions.add(agent=agent).value, action, typed=True)
         return response
 
     def _log_action(self, request: Any) -> Any:

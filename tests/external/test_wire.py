@@ -12,6 +12,7 @@ from marlhub.external.codec import (
     WireValueError,
     decode,
     encode,
+    encode_into,
     space_from_message,
     space_message,
 )
@@ -61,6 +62,43 @@ def test_spaces_and_their_values_cross_the_wire(space: gym.Space, typed: bool) -
 def test_values_outside_their_space_are_refused(value, space, message) -> None:
     with pytest.raises(WireValueError, match=message):
         decode(encode(value), space)
+
+
+def test_the_quick_path_of_box_and_discrete_values_refuses_what_the_long_path_refuses() -> None:
+    box = gym.spaces.Box(-1, 1, (2, 3), np.float32)
+    value = decode(encode(np.full((2, 3), 0.5, np.float32)), box)
+    assert value.dtype == np.float32 and value.shape == (2, 3) and value.flags.writeable
+    value[0, 0] = 0.0  # its own memory, not the message's bytes
+    transposed = encode(np.zeros((3, 2), np.float32))
+    with pytest.raises(WireValueError, match="shape \\[3, 2\\]"):
+        decode(transposed, box)
+    with pytest.raises(WireValueError, match="is not in Box"):
+        decode(encode(np.full((2, 3), np.nan, np.float32)), box)
+    # Another dtype takes the long way: cast when the values fit, refused when they do not.
+    assert decode(encode(np.zeros((2, 3), np.float64)), box).dtype == np.float32
+    with pytest.raises(WireValueError, match="do not fit dtype int64"):
+        decode(encode(np.array(0.5)), gym.spaces.Discrete(3))
+    discrete = gym.spaces.Discrete(3, start=1)
+    assert decode(encode(np.int64(3), typed=True), discrete) == 3
+    with pytest.raises(WireValueError, match="0 is not in Discrete"):
+        decode(encode(0, typed=True), discrete)
+    with pytest.raises(WireValueError, match="scalar"):
+        decode(encode(np.array([2]), typed=True), discrete)
+
+
+def test_values_are_written_in_place_into_the_field_of_a_message() -> None:
+    messages = load_wire().messages
+    request = messages["GetActionRequest"](session="s", episode_id="e")
+    values = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": (np.int64(1), {"x": np.array([1], np.int8)})}
+    for agent, value in values.items():
+        encode_into(request.observations.add(agent=agent).value, value)
+    again = type(request).FromString(request.SerializeToString())
+    spaces = {"a": gym.spaces.Box(0, 9, (2, 3), np.float32),
+              "b": gym.spaces.Tuple([gym.spaces.Discrete(2),
+                                     gym.spaces.Dict({"x": gym.spaces.MultiBinary(1)})])}
+    decoded = {item.agent: decode(item.value, spaces[item.agent]) for item in again.observations}
+    assert np.array_equal(decoded["a"], values["a"])
+    assert decoded["b"][0] == 1 and decoded["b"][1]["x"].tolist() == [1]
 
 
 def test_a_tensor_whose_size_does_not_match_its_shape_is_refused() -> None:
