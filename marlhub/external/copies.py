@@ -159,10 +159,11 @@ class ExternalCopy(MultiAgentEnv):
         self.answered = True
         self.deadline = time.monotonic() + self.timeout
 
-    def ready(self) -> bool:
-        """Whether :meth:`step` returns without waiting (call holding ``book.changed``)."""
-        return self.episode is not None and (bool(self.episode.events)
-                                             or time.monotonic() >= self.deadline)
+    def ready(self, now: Optional[float] = None) -> bool:
+        """Whether :meth:`step` returns without waiting (call holding ``book.changed``;
+        ``now``: ``time.monotonic()``, when the caller has it)."""
+        return self.episode is not None and (bool(self.episode.events) or (
+            time.monotonic() if now is None else now) >= self.deadline)
 
     def step(self, action_dict: Any) -> tuple[dict, dict, dict, dict, dict]:  # type: ignore[override]
         """Answer the request with ``action_dict``; return the simulator's next request."""

@@ -146,36 +146,37 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
     def _ready_rows(self, deadline: float) -> Optional[list[int]]:
         """The running copies whose results can be had without waiting; wait for one until
         ``deadline`` (None: none came)."""
-        book = self.book
+        book, envs, state = self.book, self.envs, self._cycle.state
+        same_step = self.autoreset_mode == SAME_STEP
         with book.changed:
             while True:
-                free = book.claimable()
-                rows = []
-                for i, state in enumerate(self._cycle.state):
-                    if state != RUNNING:
+                free = book.claimable()  # started episodes that wait for a copy
+                now = time.monotonic()
+                rows: list[int] = []
+                soonest = deadline  # the first time a copy's simulator is late
+                for i, running in enumerate(state):
+                    if running != RUNNING:
                         continue
-                    copy = self.envs[i]
                     if self._needs_episode(i):
-                        ready = free > 0
+                        if free > 0:
+                            free -= 1
+                            rows.append(i)
+                        continue
+                    env_copy = envs[i]
+                    ready = env_copy.ready(now)
+                    if ready and same_step and env_copy.episode.events \
+                            and env_copy.episode.events[0].kind == END:
+                        ready = free > 0  # it resets in the same call
                         free -= ready
-                    else:
-                        ready = copy.ready()
-                        event = copy.episode.events[0] if ready and copy.episode.events else None
-                        if ready and self.autoreset_mode == SAME_STEP and event is not None \
-                                and event.kind == END:
-                            ready = free > 0  # it resets in the same call
-                            free -= ready
                     if ready:
                         rows.append(i)
+                    else:
+                        soonest = min(soonest, env_copy.deadline)
                 if rows:
                     return rows
-                now = time.monotonic()
-                waits = [deadline] + [self.envs[i].deadline for i, s in
-                                      enumerate(self._cycle.state) if s == RUNNING
-                                      and not self._needs_episode(i)]
                 if now >= deadline:
                     return None
-                book.changed.wait(max(0.0, min(waits) - now) + 1e-3)
+                book.changed.wait(max(0.0, soonest - now) + 1e-3)
 
     def _arrive(self, i: int) -> None:
         """Take copy ``i``'s results (they are in) into the cycle."""
