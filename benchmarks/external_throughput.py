@@ -98,6 +98,8 @@ def simulator(address: str, start_at: float, seconds: float) -> dict[str, float]
     with PolicyClient(address, possible_agents=AGENTS,
                       observation_spaces=given["observation_spaces"],
                       action_spaces=given["action_spaces"]) as client:
+        while time.time() < start_at:  # (an episode waiting longer than the learner's
+            time.sleep(0.001)           # timeout would be truncated)
         episode = client.start_episode()
         obs = {a: np.zeros(8, np.float32) for a in AGENTS}
         client.get_action(episode, obs)  # warm
@@ -116,11 +118,13 @@ def echo_client(address: str, start_at: float, seconds: float) -> dict[str, floa
         return _timed_loop(lambda: echo(request), start_at, seconds)
 
 
-def _clients(kind: str, address: str, count: int, seconds: float) -> list[subprocess.Popen]:
+def _clients(kind: str, address: str, count: int, seconds: float
+             ) -> tuple[list[subprocess.Popen], float]:
+    """Start ``count`` client processes; return them and the time they all start at."""
     start_at = time.time() + 2.0 + 0.25 * count  # every client connected by then
     return [subprocess.Popen([sys.executable, __file__, f"--{kind}", address, str(start_at),
                               str(seconds)], stdout=subprocess.PIPE, text=True)
-            for _ in range(count)]
+            for _ in range(count)], start_at
 
 
 def _results(processes: list[subprocess.Popen]) -> dict[str, float]:
@@ -158,7 +162,7 @@ def run_echo(count: int, seconds: float, through_thread: bool = False) -> dict[s
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
-        return _results(_clients("echo-client", f"127.0.0.1:{port}", count, seconds))
+        return _results(_clients("echo-client", f"127.0.0.1:{port}", count, seconds)[0])
     finally:
         server.stop(0)
         requests.put(None)
@@ -170,7 +174,7 @@ def run_marlhub(count: int, seconds: float) -> dict[str, float]:
 
     envs = marlhub.make_vec("external/127.0.0.1:0", count, {**spaces(), "timeout": 5},
                             batch_size=max(1, count // 2))
-    processes = _clients("simulator", envs.address or "", count, seconds)
+    processes, start_at = _clients("simulator", envs.address or "", count, seconds)
     actions = {a: 1 for a in AGENTS}
     try:
         envs.async_reset()
@@ -179,6 +183,8 @@ def run_marlhub(count: int, seconds: float) -> dict[str, float]:
             try:
                 copy_ids = envs.recv().copy_ids
             except ExternalTimeoutError:
+                if time.time() < start_at + seconds:
+                    continue  # the simulators have not started yet
                 break  # the simulators are done
             actors = envs.actors
             envs.send([actions if actors[i] else {} for i in copy_ids], copy_ids)
