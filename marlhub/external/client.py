@@ -6,6 +6,8 @@ as an in-process :class:`~marlhub.external.simulator.ExternalMultiAgentEnv`:
 ``start_episode``, ``get_action`` (blocks until the learner answers),
 ``log_action``, ``log_returns`` and ``end_episode``. Episodes may run
 concurrently, from several threads of one client or from several clients.
+``get_action`` sends its requests on one ``Decide`` stream per thread (cheaper
+than a call per decision), ended by ``close()`` or once its thread has ended.
 The learner's side listens (``marlhub.make_vec("external/HOST:PORT", N)``).
 
 A refused call raises :class:`~marlhub.errors.ExternalEnvError` with the
@@ -33,6 +35,7 @@ Example (the learner listens in this process, the simulator plays in a thread)::
 from __future__ import annotations
 
 import json
+import queue
 import threading
 from collections.abc import Mapping
 from typing import Any, Optional
@@ -92,10 +95,13 @@ class PolicyClient:
         messages = wire.messages
         prefix = f"/{wire.service}/"
         self._calls = {
-            name_: (self._channel.unary_stream if streamed else self._channel.unary_unary)(
+            name_: getattr(self._channel, kind)(
                 prefix + name_, request_serializer=messages[request].SerializeToString,
                 response_deserializer=messages[response].FromString)
-            for name_, (request, response, streamed) in wire.rpcs.items()}
+            for name_, (request, response, kind) in wire.rpcs.items()}
+        # get_action's Decide stream of each thread that calls it
+        self._decide: dict[threading.Thread, _DecideStream] = {}
+        self._decide_lock = threading.Lock()
         request = messages["ConnectRequest"](token=token or "", name=name)
         try:
             for agent in self.possible_agents:
@@ -150,6 +156,31 @@ class PolicyClient:
         except grpc.RpcError as exc:
             raise _error(exc, self.address, name) from None
 
+    def _ask(self, request: Any) -> Any:
+        """Send a GetAction request on this thread's Decide stream (opened on first use);
+        return the answer. A refusal ends the stream; the next call opens a new one."""
+        import grpc
+
+        thread = threading.current_thread()
+        stream = self._decide.get(thread)
+        if stream is None:
+            stream = _DecideStream(self._calls["Decide"])
+            with self._decide_lock:
+                for gone in [t for t in self._decide if not t.is_alive()]:
+                    self._decide.pop(gone).end()  # threads that ended hold no stream
+                self._decide[thread] = stream
+        try:
+            return stream.ask(request)
+        except (grpc.RpcError, StopIteration) as exc:
+            with self._decide_lock:
+                self._decide.pop(thread, None)
+            stream.end()
+            if isinstance(exc, grpc.RpcError):
+                raise _error(exc, self.address, "GetAction") from None
+            raise ExternalEnvError(f"the learner at {self.address}", "GetAction failed: the "
+                                   "learner ended the stream", "Connect again once it "
+                                   "listens.") from None
+
     def _add_values(self, field: Any, values: Mapping[AgentID, Any], what: str) -> None:
         """Add ``values`` to the repeated ``AgentValue`` field ``field`` of a request."""
         for agent, value in _mapping(values, what).items():
@@ -165,7 +196,7 @@ class PolicyClient:
         """Return the learner's actions for the agents in ``observation_dict`` (blocks)."""
         request = self._request("GetAction", episode_id=episode_id)
         self._add_values(request.observations, observation_dict, "observation_dict")
-        response = self._call("GetAction", request)
+        response = self._ask(request)
         try:
             return {item.agent: decode(item.value, self.action_spaces[item.agent])
                     for item in response.actions}
@@ -211,6 +242,10 @@ class PolicyClient:
         except ExternalEnvError:
             pass  # the learner is gone already
         self.closed = True
+        with self._decide_lock:
+            streams, self._decide = list(self._decide.values()), {}
+        for stream in streams:
+            stream.end()
         self._stream.cancel()
         self._channel.close()
 
@@ -222,6 +257,24 @@ class PolicyClient:
 
     def __repr__(self) -> str:
         return f"PolicyClient({self.address!r}, session={self.session[:8]})"
+
+
+class _DecideStream:
+    """One thread's ``Decide`` stream: requests go in through a queue, answers come back in
+    order (one request in flight at a time: the thread waits for each answer)."""
+
+    def __init__(self, call: Any) -> None:
+        self._requests: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self._answers = call(iter(self._requests.get, None))
+
+    def ask(self, request: Any) -> Any:
+        self._requests.put(request)
+        return next(self._answers)
+
+    def end(self) -> None:
+        """End the stream (and gRPC's thread that reads its requests)."""
+        self._requests.put(None)
+        self._answers.cancel()
 
 
 def _error(exc: Any, address: str, call: str) -> ExternalEnvError:

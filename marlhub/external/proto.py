@@ -5,15 +5,16 @@ languages generate their code from it, and this module reads the same file
 into protobuf descriptors at import, so the two can never drift apart. It
 reads the subset of proto3 that the file uses: ``message`` with scalar,
 message and ``repeated`` fields, ``oneof``, and one ``service`` whose rpcs
-take and return messages (the ``Connect`` answer as a ``stream``).
+take and return messages or streams of them (``Connect``'s answer, ``Decide``'s
+requests and answers).
 
 Example:
     >>> wire = load_wire()
     >>> request = wire.messages["GetActionRequest"](session="s", episode_id="e")
     >>> type(request).FromString(request.SerializeToString()).episode_id
     'e'
-    >>> wire.rpcs["Connect"]
-    ('ConnectRequest', 'ConnectResponse', True)
+    >>> wire.rpcs["Connect"], wire.rpcs["Decide"][2]
+    (('ConnectRequest', 'ConnectResponse', 'unary_stream'), 'stream_stream')
     >>> wire.service
     'marlhub.external.v1.ExternalEnv'
 """
@@ -39,15 +40,17 @@ _MESSAGE_TYPE, _OPTIONAL, _REPEATED = 11, 1, 3
 
 @dataclass(frozen=True)
 class Wire:
-    """The wire's message classes by name, and its rpcs: name -> (request, response, streamed)."""
+    """The wire's message classes by name, and its rpcs: name -> (request, response, kind),
+    where kind names grpcio's call for it: ``"unary_unary"``, ``"unary_stream"``,
+    ``"stream_unary"`` or ``"stream_stream"``."""
 
     package: str
     messages: dict[str, Any]
-    rpcs: dict[str, tuple[str, str, bool]]
+    rpcs: dict[str, tuple[str, str, str]]
     service: str
 
 
-def parse_proto(text: str) -> tuple[Any, dict[str, tuple[str, str, bool]], str]:
+def parse_proto(text: str) -> tuple[Any, dict[str, tuple[str, str, str]], str]:
     """Return the ``FileDescriptorProto`` of ``text``, its rpcs, and the service's full name.
 
     Raises:
@@ -58,7 +61,7 @@ def parse_proto(text: str) -> tuple[Any, dict[str, tuple[str, str, bool]], str]:
     tokens = [t for t in _TOKEN.findall(text) if not t.startswith("//")]
     file = descriptor_pb2.FileDescriptorProto(name="marlhub/external/external.proto",
                                               syntax="proto3")
-    rpcs: dict[str, tuple[str, str, bool]] = {}
+    rpcs: dict[str, tuple[str, str, str]] = {}
     service = ""
     pos = 0
 
@@ -90,6 +93,9 @@ def parse_proto(text: str) -> tuple[Any, dict[str, tuple[str, str, bool]], str]:
             while take() == "rpc":
                 name = take()
                 take("(")
+                streams = tokens[pos] == "stream"
+                if streams:
+                    take()
                 request = take()
                 take(")")
                 take("returns")
@@ -100,7 +106,8 @@ def parse_proto(text: str) -> tuple[Any, dict[str, tuple[str, str, bool]], str]:
                 response = take()
                 take(")")
                 take(";")
-                rpcs[name] = (request, response, streamed)
+                kind = f"{'stream' if streams else 'unary'}_{'stream' if streamed else 'unary'}"
+                rpcs[name] = (request, response, kind)
         else:
             raise ValueError(f"external.proto: unexpected {word!r} (token {pos})")
     return file, rpcs, service

@@ -89,8 +89,8 @@ class PolicyServer:
         self._wire = load_wire()
         if spaces is not None:
             self.book = self._new_book(*spaces)
-        # Each connected simulator holds a thread (its Connect stream), each episode waiting
-        # for an answer another.
+        # Each connected simulator holds a thread (its Connect stream), and each of its Decide
+        # streams (or GetAction calls waiting for an answer) another.
         self._server = grpc.server(futures.ThreadPoolExecutor(
             max_workers=2 * max_clients + 8, thread_name_prefix="marlhub-policy-server"),
             options=[("grpc.so_reuseport", 0)])  # a second learner on a taken port: refused
@@ -157,19 +157,23 @@ class PolicyServer:
         messages = self._wire.messages
         calls: dict[str, Callable[[Any], Any]] = {
             "StartEpisode": self._start_episode, "GetAction": self._get_action,
-            "LogAction": self._log_action, "LogReturns": self._log_returns,
-            "EndEpisode": self._end_episode, "Disconnect": self._disconnect}
+            "Decide": self._get_action, "LogAction": self._log_action,
+            "LogReturns": self._log_returns, "EndEpisode": self._end_episode,
+            "Disconnect": self._disconnect}
         table = {}
-        for name, (request, response, streamed) in self._wire.rpcs.items():
+        for name, (request, response, kind) in self._wire.rpcs.items():
             parse = _parser(messages[request], grpc)
-            if streamed:
+            serialize = messages[response].SerializeToString
+            if kind == "unary_stream":  # Connect
                 table[name] = grpc.unary_stream_rpc_method_handler(
                     lambda raw, context, parse=parse: self._connect(parse(raw, context), context),
-                    response_serializer=messages[response].SerializeToString)
+                    response_serializer=serialize)
+            elif kind == "stream_stream":  # Decide
+                table[name] = grpc.stream_stream_rpc_method_handler(
+                    _each(_guarded(calls[name], parse, grpc)), response_serializer=serialize)
             else:
                 table[name] = grpc.unary_unary_rpc_method_handler(
-                    _guarded(calls[name], parse, grpc),
-                    response_serializer=messages[response].SerializeToString)
+                    _guarded(calls[name], parse, grpc), response_serializer=serialize)
         return grpc.method_handlers_generic_handler(self._wire.service, table)
 
     def _connect(self, request: Any, context: Any) -> Any:
@@ -332,6 +336,15 @@ def _guarded(call: Callable[[Any], Any], parse: Callable[[bytes, Any], Any],
         except ExternalEnvError as exc:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
     return handler
+
+
+def _each(handler: Callable[[bytes, Any], Any]) -> Callable[[Any, Any], Any]:
+    """A stream's handler: ``handler`` answers each request in order, on the stream; a refusal
+    (``context.abort``) ends the stream with its status."""
+    def each(requests: Any, context: Any) -> Any:
+        for raw in requests:
+            yield handler(raw, context)
+    return each
 
 
 def _disagreement(book: EpisodeBook, agents: list[AgentID],

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -151,6 +152,67 @@ def test_malformed_and_out_of_space_requests_are_refused_and_the_server_goes_on(
             obs, _, terminateds, _, _ = env.step({a: 0 for a in obs})
             if terminateds["__all__"]:
                 obs, _ = env.reset()
+    env.close()
+
+
+def _threads() -> int:
+    """How many threads this process runs, the learner's server pool left out (it keeps
+    idle threads for the next calls)."""
+    return sum(not t.name.startswith("marlhub-policy-server") for t in threading.enumerate())
+
+
+def _threads_settle_at(most: int) -> int:
+    """Wait up to 10 s for :func:`_threads` to be at most ``most``; return it."""
+    deadline = time.monotonic() + 10
+    while _threads() > most and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _threads()
+
+
+def test_decisions_go_on_one_stream_per_thread_that_ends_with_the_thread_or_close() -> None:
+    import grpc
+
+    env = learner(timeout=10)
+    channel = grpc.insecure_channel(env.address)
+    decide = channel.stream_stream("/marlhub.external.v1.ExternalEnv/Decide")
+    with pytest.raises(grpc.RpcError) as garbage:
+        next(decide(iter([b"\xff\xff\xff"]), timeout=10))
+    assert garbage.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "does not parse as marlhub.external.v1.GetActionRequest" in garbage.value.details()
+    channel.close()
+    before = _threads()
+    client = PolicyClient(env.address, possible_agents=AGENTS,
+                          observation_spaces=OBSERVATION_SPACES, action_spaces=ACTION_SPACES)
+    happened: list = []
+
+    def play() -> None:  # in a thread of its own: a refused decision, then a short episode
+        try:
+            episode = client.start_episode()
+            try:
+                client.get_action(episode, {"red": np.zeros(3, np.float32)})
+            except ExternalEnvError as exc:
+                happened.append(str(exc))
+            for _ in range(2):
+                happened.append(client.get_action(episode, {"red": np.zeros(2, np.float32)}))
+            client.end_episode(episode, {"red": np.zeros(2, np.float32)})
+        except Exception as exc:  # pragma: no cover - shown by the asserts below
+            happened.append(exc)
+
+    counts = []
+    for k in range(3):
+        thread = threading.Thread(target=play)
+        thread.start()
+        obs, _ = env.reset()
+        obs, *_ = env.step({"red": 1})
+        assert env.step({"red": 2})[2]["__all__"]  # end_episode
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+        counts.append(_threads_settle_at(counts[0] if counts else _threads()))
+    assert "INVALID_ARGUMENT" in happened[0] and "shape [3]" in happened[0]
+    assert happened[1:3] == [{"red": 1}, {"red": 2}] and len(happened) == 9
+    assert counts[2] <= counts[0], "the streams of threads that ended stay open"
+    client.close()
+    assert _threads_settle_at(before) <= before, "close() leaves streams open"
     env.close()
 
 

@@ -117,7 +117,10 @@ def test_spaces_the_wire_has_no_message_for_are_refused() -> None:
 
 def test_the_proto_names_every_rpc_and_message() -> None:
     wire = load_wire()
-    assert set(wire.rpcs) == {"Connect", "StartEpisode", "GetAction", "LogAction", "LogReturns",
+    assert wire.rpcs["Decide"] == ("GetActionRequest", "GetActionResponse", "stream_stream")
+    assert wire.rpcs["GetAction"][2] == "unary_unary"
+    assert set(wire.rpcs) == {"Connect", "StartEpisode", "GetAction", "Decide", "LogAction",
+                              "LogReturns",
                               "EndEpisode", "Disconnect"}
     for request, response, _ in wire.rpcs.values():
         assert request in wire.messages and response in wire.messages
