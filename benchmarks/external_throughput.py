@@ -11,7 +11,10 @@ simulators ask first) and fixed actions. Against it, in the same run, a bare gRP
   method answers each request with a response of the size of a ``GetActionResponse``;
   each client process sends the bytes of the same ``GetActionRequest`` in a loop. What
   gRPC itself costs for a request and its answer of that size, with nothing of ours.
-* ``echo+thread``: the same echo, but each handler hands the request to one other thread
+* ``echo stream``: the same echo over one bidirectional stream per client (each request
+  answered on the stream), as ``PolicyClient.get_action`` sends its requests on its
+  ``Decide`` stream: what gRPC costs per request on an open stream.
+* ``echo+thread``: the same (unary) echo, but each handler hands the request to one other thread
   (a ``queue.Queue``) that answers it, as a learner's thread answers decisions: what the
   hand-over between the server's threads and the learner's costs, still nothing of ours.
 * ``marlhub``: the simulators' ``get_action`` round trip through the learner (decode,
@@ -21,9 +24,9 @@ For each number of simulators (1, 4, 16 by default), rounds alternate echo and m
 All clients of a run start at one agreed time and count for ``--seconds`` seconds.
 Printed: the median over rounds of the decisions per second (the sum over simulators)
 and of the median latency per decision seen by the simulators; the latency marlhub adds
-to a decision (marlhub's minus the bare echo's) over the bare echo's, and the ratios
-marlhub / echo (medians of per-round ratios); then the scaling of decisions per second
-from 1 simulator to the others, for every contestant.
+to a decision (marlhub's minus the bare echo's) over the bare echo's, and the ratios of
+marlhub's latency to each echo's (medians of per-round ratios); then the scaling of
+decisions per second from 1 simulator to the others, for every contestant.
 
 Run it with ``python benchmarks/external_throughput.py [--rounds 3] [--seconds 3]
 [--simulators 1 4 16]`` (needs ``pip install 'marlhub[external]'``).
@@ -32,6 +35,7 @@ Run it with ``python benchmarks/external_throughput.py [--rounds 3] [--seconds 3
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import queue
 import statistics
@@ -52,6 +56,7 @@ AGENTS = ["left", "right"]
 OBSERVATION = gym.spaces.Box(-1.0, 1.0, (8,), np.float32)
 ACTION = gym.spaces.Discrete(4)
 ECHO_METHOD = "/bench.Echo/Echo"
+ECHO_STREAM_METHOD = "/bench.Echo/Stream"
 
 
 def spaces() -> dict[str, Any]:
@@ -106,16 +111,31 @@ def simulator(address: str, start_at: float, seconds: float) -> dict[str, float]
         return _timed_loop(lambda: client.get_action(episode, obs), start_at, seconds)
 
 
-def echo_client(address: str, start_at: float, seconds: float) -> dict[str, float]:
-    """One echo client: the same request bytes, a bare gRPC round trip each."""
+def echo_client(address: str, start_at: float, seconds: float,
+                stream: bool = False) -> dict[str, float]:
+    """One echo client: the same request bytes, a bare gRPC round trip each (a call, or a
+    request and its answer on one stream)."""
     import grpc
 
     request, _ = request_bytes()
     with grpc.insecure_channel(address) as channel:
         grpc.channel_ready_future(channel).result(timeout=30)
-        echo = channel.unary_unary(ECHO_METHOD)
-        echo(request)
-        return _timed_loop(lambda: echo(request), start_at, seconds)
+        if not stream:
+            echo = channel.unary_unary(ECHO_METHOD)
+            echo(request)
+            return _timed_loop(lambda: echo(request), start_at, seconds)
+        requests: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        answers = channel.stream_stream(ECHO_STREAM_METHOD)(iter(requests.get, None))
+
+        def echo_on_stream() -> bytes:
+            requests.put(request)
+            return next(answers)
+
+        echo_on_stream()
+        try:
+            return _timed_loop(echo_on_stream, start_at, seconds)
+        finally:
+            requests.put(None)
 
 
 def _clients(kind: str, address: str, count: int, seconds: float
@@ -133,7 +153,8 @@ def _results(processes: list[subprocess.Popen]) -> dict[str, float]:
             "latency": statistics.median(r["latency"] for r in found)}
 
 
-def run_echo(count: int, seconds: float, through_thread: bool = False) -> dict[str, float]:
+def run_echo(count: int, seconds: float, through_thread: bool = False,
+             stream: bool = False) -> dict[str, float]:
     import grpc
 
     _, response = request_bytes()
@@ -153,16 +174,22 @@ def run_echo(count: int, seconds: float, through_thread: bool = False) -> dict[s
         requests.put(slot)
         return slot.get()
 
+    def on_stream(requests: Any, context: Any) -> Any:
+        for request in requests:
+            yield response
+
     learner = threading.Thread(target=answer_all, daemon=True)
     learner.start()
     handler = grpc.unary_unary_rpc_method_handler(
         handed_over if through_thread else (lambda request, context: response))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-        "bench.Echo", {"Echo": handler}),))
+        "bench.Echo", {"Echo": handler,
+                       "Stream": grpc.stream_stream_rpc_method_handler(on_stream)}),))
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
+    kind = "echo-stream-client" if stream else "echo-client"
     try:
-        return _results(_clients("echo-client", f"127.0.0.1:{port}", count, seconds)[0])
+        return _results(_clients(kind, f"127.0.0.1:{port}", count, seconds)[0])
     finally:
         server.stop(0)
         requests.put(None)
@@ -204,14 +231,18 @@ def main(argv: Any = None) -> int:
     parser.add_argument("--simulators", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--simulator", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--echo-client", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--echo-stream-client", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.simulator or args.echo_client:
-        run = simulator if args.simulator else echo_client
-        address, start_at, seconds = args.simulator or args.echo_client
-        print(json.dumps(run(address, float(start_at), float(seconds))))
-        return 0
+    for client, given in ((simulator, args.simulator), (echo_client, args.echo_client),
+                          (functools.partial(echo_client, stream=True),
+                           args.echo_stream_client)):
+        if given:
+            address, start_at, seconds = given
+            print(json.dumps(client(address, float(start_at), float(seconds))))
+            return 0
     table: dict[tuple[str, int], list[dict[str, float]]] = {}
     contestants = [("echo", run_echo),
+                   ("echo stream", lambda n, s: run_echo(n, s, stream=True)),
                    ("echo+thread", lambda n, s: run_echo(n, s, through_thread=True)),
                    ("marlhub", run_marlhub)]
     for round_ in range(args.rounds):
@@ -225,7 +256,7 @@ def main(argv: Any = None) -> int:
     print("marlhub's latency over each echo's (medians of per-round ratios):")
     print(f"{'simulators':>10} | " + " | ".join(f"{n + ' dec/s':>17}" for n in names) + " | "
           + " | ".join(f"{n + ' latency':>19}" for n in names)
-          + " | added / echo | vs echo | vs echo+thread")
+          + " | added / echo | vs echo | vs echo stream | vs echo+thread")
     rates: dict[str, dict[int, float]] = {n: {} for n in names}
     for count in args.simulators:
         runs = {n: table[(n, count)] for n in names}
@@ -234,12 +265,13 @@ def main(argv: Any = None) -> int:
         latency = {n: statistics.median(r["latency"] for r in runs[n]) for n in names}
         ratios = [statistics.median(o["latency"] / e["latency"]
                                     for o, e in zip(runs["marlhub"], runs[n]))
-                  for n in ("echo", "echo+thread")]
+                  for n in ("echo", "echo stream", "echo+thread")]
         added = statistics.median((o["latency"] - e["latency"]) / e["latency"]
                                   for o, e in zip(runs["marlhub"], runs["echo"]))
         print(f"{count:>10} | " + " | ".join(f"{rates[n][count]:>17,.0f}" for n in names)
               + " | " + " | ".join(f"{latency[n] * 1e6:>16,.0f} us" for n in names)
-              + f" | {added:>12.2f} | {ratios[0]:>7.2f} | {ratios[1]:>13.2f}")
+              + f" | {added:>12.2f} | {ratios[0]:>7.2f} | {ratios[1]:>14.2f}"
+              + f" | {ratios[2]:>14.2f}")
     if 1 in args.simulators:
         for count in args.simulators:
             if count != 1:
