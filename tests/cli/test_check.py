@@ -123,7 +123,7 @@ def test_junit_has_one_testcase_per_target_and_rule(tmp_path: Path) -> None:
 def test_jobs_survive_a_hang_and_a_crash(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     code = main(["check", f"{BREAKERS}:HangsAtStep2", f"{BREAKERS}:CrashesTheInterpreter",
-                 "traffic", "--jobs", "2", "--timeout", "1", "--episodes", "2", "--json", str(out)])
+                 "traffic", "--jobs", "2", "--timeout", "5", "--episodes", "2", "--json", str(out)])
     assert code == 1
     targets = {t["target"]: t for t in json.loads(out.read_text())["targets"]}
     assert [f["rule"] for f in targets[f"{BREAKERS}:HangsAtStep2"]["findings"]] == [R.ENV_TIMEOUT]
