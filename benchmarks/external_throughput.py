@@ -79,10 +79,15 @@ def request_bytes() -> tuple[bytes, bytes]:
     return request.SerializeToString(), response.SerializeToString()
 
 
-def _timed_loop(call: Any, start_at: float, seconds: float) -> dict[str, float]:
-    """Call ``call()`` from ``start_at`` for ``seconds``; count and time each call."""
+def _wait_until(start_at: float) -> None:
+    """Sleep until the clock reads ``start_at`` (the time every client of a run starts)."""
     while time.time() < start_at:
         time.sleep(0.001)
+
+
+def _timed_loop(call: Any, start_at: float, seconds: float) -> dict[str, float]:
+    """Call ``call()`` from ``start_at`` for ``seconds``; count and time each call."""
+    _wait_until(start_at)
     latencies = []
     end = start_at + seconds
     while True:
@@ -103,8 +108,7 @@ def simulator(address: str, start_at: float, seconds: float) -> dict[str, float]
     with PolicyClient(address, possible_agents=AGENTS,
                       observation_spaces=given["observation_spaces"],
                       action_spaces=given["action_spaces"]) as client:
-        while time.time() < start_at:  # (an episode waiting longer than the learner's
-            time.sleep(0.001)           # timeout would be truncated)
+        _wait_until(start_at)  # (an episode waiting past the learner's timeout is truncated)
         episode = client.start_episode()
         obs = {a: np.zeros(8, np.float32) for a in AGENTS}
         client.get_action(episode, obs)  # warm
