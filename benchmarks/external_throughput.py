@@ -26,7 +26,8 @@ Printed: the median over rounds of the decisions per second (the sum over simula
 and of the median latency per decision seen by the simulators; the latency marlhub adds
 to a decision (marlhub's minus the bare echo's) over the bare echo's, and the ratios of
 marlhub's latency to each echo's (medians of per-round ratios); then the scaling of
-decisions per second from 1 simulator to the others, for every contestant.
+decisions per second from 1 simulator to the others, for every contestant: the ratio of
+the medians, and the median, lowest and highest of each round's own ratio.
 
 Run it with ``python benchmarks/external_throughput.py [--rounds 3] [--seconds 3]
 [--simulators 1 4 16]`` (needs ``pip install 'marlhub[external]'``).
@@ -228,6 +229,11 @@ def run_marlhub(count: int, seconds: float) -> dict[str, float]:
         envs.close()
 
 
+def _spread(values: list[float]) -> str:
+    """``median [lowest, highest]`` of ``values``."""
+    return f"{statistics.median(values):.2f} [{min(values):.2f}, {max(values):.2f}]"
+
+
 def main(argv: Any = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -277,10 +283,15 @@ def main(argv: Any = None) -> int:
               + f" | {added:>12.2f} | {ratios[0]:>7.2f} | {ratios[1]:>14.2f}"
               + f" | {ratios[2]:>14.2f}")
     if 1 in args.simulators:
+        print("decisions/s with N simulators over with 1: the ratio of the medians, then the")
+        print("median [lowest, highest] of the rounds' own ratios (each round runs both):")
         for count in args.simulators:
             if count != 1:
-                print(f"decisions/s with {count} simulators / with 1: " + ", ".join(
-                    f"{n} {rates[n][count] / rates[n][1]:.2f}" for n in names))
+                print(f"{count:>3} over 1: " + ", ".join(
+                    f"{n} {rates[n][count] / rates[n][1]:.2f} ("
+                    + _spread([m["rate"] / o["rate"]
+                               for m, o in zip(table[(n, count)], table[(n, 1)])]) + ")"
+                    for n in names))
     return 0
 
 
