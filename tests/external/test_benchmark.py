@@ -22,4 +22,7 @@ def test_the_benchmark_prints_every_contestant() -> None:
     for name in ("echo dec/s", "echo+thread dec/s", "marlhub dec/s", "added / echo"):
         assert name in header
     assert sum(1 for line in lines if line.split("|")[0].strip() in ("1", "2")) == 2
-    assert "decisions/s with 2 simulators / with 1: echo" in run.stdout
+    scaling = next(line for line in lines if line.lstrip().startswith("2 over 1:"))
+    for name in ("echo", "echo stream", "echo+thread", "marlhub"):
+        assert f" {name} " in scaling  # the ratio of medians, then (median [lowest, highest])
+    assert scaling.count("[") == 4
