@@ -281,14 +281,31 @@ def _error(exc: Any, address: str, call: str) -> ExternalEnvError:
     code = exc.code().name if hasattr(exc, "code") else "UNKNOWN"
     detail = exc.details() if hasattr(exc, "details") else str(exc)
     if code == "ABORTED":
-        return EpisodeDroppedError(f"the learner at {address}", f"{call} was refused: {detail}",
-                                   "Start a new episode and go on.")
+        fix = "Start a new episode and go on."
+        return EpisodeDroppedError(f"the learner at {address}",
+                                   f"{call} was refused: {_problem(detail, fix)}", fix)
     if code in ("UNAVAILABLE", "CANCELLED", "DEADLINE_EXCEEDED"):
-        return ExternalEnvError(f"the learner at {address}", f"{call} failed ({code}): {detail}",
-                                "The learner is gone or unreachable; connect again once it "
-                                "listens.")
-    return ExternalEnvError(f"the learner at {address}", f"{call} was refused ({code}): {detail}",
-                            "Fix the request as the message says.")
+        fix = "The learner is gone or unreachable; connect again once it listens."
+        return ExternalEnvError(f"the learner at {address}",
+                                f"{call} failed ({code}): {_problem(detail, fix)}", fix)
+    fix = "Fix the request as the message says."
+    return ExternalEnvError(f"the learner at {address}",
+                            f"{call} was refused ({code}): {_problem(detail, fix)}", fix)
+
+
+def _problem(detail: str, fix: str) -> str:
+    """The learner's message as the problem of a client's error that ends with ``fix``:
+    without ``fix`` where the learner already gave it, and without the final period.
+
+    Example:
+        >>> _problem("episode 'e': the learner closed the env. Start a new episode and go on.",
+        ...          "Start a new episode and go on.")
+        "episode 'e': the learner closed the env"
+    """
+    detail = detail.rstrip()
+    if detail.endswith(fix):
+        detail = detail[:-len(fix)].rstrip()
+    return detail.rstrip(".")
 
 
 def _mapping(value: Any, what: str) -> Mapping[AgentID, Any]:

@@ -169,6 +169,51 @@ def _threads_settle_at(most: int) -> int:
     return _threads()
 
 
+def test_a_dropped_episode_and_a_refused_call_say_what_to_do_once() -> None:
+    env = learner(timeout=10)
+    client = PolicyClient(env.address, possible_agents=AGENTS,
+                          observation_spaces=OBSERVATION_SPACES, action_spaces=ACTION_SPACES)
+    episode = client.start_episode()
+    raised: list = []
+
+    def decide() -> None:  # waits for the learner's answer, which never comes
+        try:
+            client.get_action(episode, {"red": np.zeros(2, np.float32)})
+        except ExternalEnvError as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=decide)
+    thread.start()
+    env.reset()  # takes the episode's decision...
+    reset_again = threading.Thread(target=lambda: _quietly(env.reset))
+    reset_again.start()  # ...and drops the episode mid-way, waiting for a new one
+    thread.join(timeout=30)
+    assert not thread.is_alive() and len(raised) == 1
+    dropped = str(raised[0])
+    assert "ABORTED" not in dropped and "reset" in dropped, dropped
+    with pytest.raises(ExternalEnvError) as late:
+        client.log_returns(episode, {"red": 1.0})  # on the episode the learner let go of
+    with pytest.raises(ExternalEnvError) as unknown:
+        client.log_returns("no-such-episode", {"red": 1.0})
+    for message in (dropped, str(late.value), str(unknown.value)):
+        assert ".." not in message, message
+    for message in (dropped, str(late.value)):
+        assert message.count("Start a new episode") == 1, message
+    assert str(unknown.value).endswith("Fix the request as the message says.")
+    client.close()
+    env.close()
+    reset_again.join(timeout=30)
+    assert not reset_again.is_alive()
+
+
+def _quietly(call) -> None:
+    """Call ``call``; an error (the env closed under it) ends it quietly."""
+    try:
+        call()
+    except Exception:
+        pass
+
+
 def test_decisions_go_on_one_stream_per_thread_that_ends_with_the_thread_or_close() -> None:
     import grpc
 
