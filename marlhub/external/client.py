@@ -280,17 +280,16 @@ class _DecideStream:
 def _error(exc: Any, address: str, call: str) -> ExternalEnvError:
     code = exc.code().name if hasattr(exc, "code") else "UNKNOWN"
     detail = exc.details() if hasattr(exc, "details") else str(exc)
+    error: type[ExternalEnvError]
     if code == "ABORTED":
-        fix = "Start a new episode and go on."
-        return EpisodeDroppedError(f"the learner at {address}",
-                                   f"{call} was refused: {_problem(detail, fix)}", fix)
-    if code in ("UNAVAILABLE", "CANCELLED", "DEADLINE_EXCEEDED"):
-        fix = "The learner is gone or unreachable; connect again once it listens."
-        return ExternalEnvError(f"the learner at {address}",
-                                f"{call} failed ({code}): {_problem(detail, fix)}", fix)
-    fix = "Fix the request as the message says."
-    return ExternalEnvError(f"the learner at {address}",
-                            f"{call} was refused ({code}): {_problem(detail, fix)}", fix)
+        error, what, fix = EpisodeDroppedError, "was refused", "Start a new episode and go on."
+    elif code in ("UNAVAILABLE", "CANCELLED", "DEADLINE_EXCEEDED"):
+        error, what, fix = ExternalEnvError, f"failed ({code})", \
+            "The learner is gone or unreachable; connect again once it listens."
+    else:
+        error, what, fix = ExternalEnvError, f"was refused ({code})", \
+            "Fix the request as the message says."
+    return error(f"the learner at {address}", f"{call} {what}: {_problem(detail, fix)}", fix)
 
 
 def _problem(detail: str, fix: str) -> str:
