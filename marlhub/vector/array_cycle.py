@@ -38,6 +38,7 @@ import numpy as np
 from marlhub.errors import VectorEnvError
 from marlhub.vector.base import DISABLED, SAME_STEP
 from marlhub.vector.ready import ReadyCopies, ReceivedArrays
+from marlhub.vector.slot_memory import row_index
 
 if TYPE_CHECKING:
     from marlhub.vector.group_actions import GroupActions
@@ -116,13 +117,14 @@ class ArrayCycle:
         self._check_idle()
         self._check_face("send_arrays()")
         rows = self._cycle.check_send(copy_ids)
+        where = row_index(rows)
         binding = self._book.masks_binding[0]
-        acting = {name: flags[rows] for name, flags in slots.flags["acting"].items()}
-        masks = {name: slots.masks[name][rows] for name in self._masked} if binding else {}
+        acting = {name: flags[where] for name, flags in slots.flags["acting"].items()}
+        masks = {name: slots.masks[name][where] for name in self._masked} if binding else {}
         checker = self._group_actions
         checked = checker.check(actions, acting, masks, copy_ids=rows)
         for name, value in checked.items():
-            slots.actions[name][rows] = checker.host(name, value)
+            slots.actions[name][where] = checker.host(name, value)
         self._check_workers("send_arrays()")
         self._request("step_arrays", rows, lambda r, mine, _: [i - r.start for i in mine])
 
