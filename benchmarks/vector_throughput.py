@@ -23,6 +23,12 @@ drifts of the machine's speed hit them alike:
 * ``async recv/send``: the async env driven by ``recv()``/``send()`` with
   ``batch_size = N // 2``: the learner answers whichever copies are ready first
   (EnvPool's and PufferLib's way);
+* ``hand-rolled arrays``: the ceiling of ``async arrays``, the same work written by hand
+  with nothing of ``marlhub.vector`` (``benchmarks/hand_rolled_arrays.py``): workers step
+  the hub envs and write observations, masks, rewards and who acts into shared arrays,
+  one pipe message per worker and call, and the parent draws the actions from the
+  masks; no checks in the parent, no infos, no bookkeeping (envs with one group of
+  ``Discrete`` actions: Kuhn poker and tic-tac-toe);
 * ``serial split``: the serial loop split over ``min(N, --workers)`` processes, each on
   its share of the copies, timed side by side (the sum of their rates): what the cores
   give with no vector env at all, the ceiling of any async vector env on the machine;
@@ -88,6 +94,9 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # hand_rolled_arrays, when imported
+
+from hand_rolled_arrays import fits, run_hand_rolled  # noqa: E402
 
 import marlhub  # noqa: E402
 from marlhub.envs import RockPaperScissors  # noqa: E402
@@ -373,6 +382,17 @@ def run_arrays_recv_send(spec: EnvSpec, n: int, seconds: float, seed: int,
         return timed(seconds, step)
 
 
+@functools.lru_cache(maxsize=None)
+def fits_hand_rolled(env_id: str) -> bool:
+    return fits(env_id)
+
+
+def run_hand_rolled_arrays(spec: EnvSpec, n: int, seconds: float, seed: int,
+                           workers: int) -> float:
+    """``hand-rolled arrays``: the ceiling of ``async arrays`` (see hand_rolled_arrays.py)."""
+    return run_hand_rolled(spec.env_id, n, seconds, seed, workers, timed)
+
+
 def run_recv_send(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
     """The async env driven by ``recv()``/``send()`` with ``batch_size = n // 2``: the learner
     answers whichever copies are ready first."""
@@ -502,6 +522,8 @@ def contestants_for(spec: EnvSpec) -> tuple[dict[str, Callable[..., float]], lis
                                                                 autoreset_mode="same_step"),
                     "arrays recv/send": run_arrays_recv_send,
                     "serial split": run_split})
+    if spec.config is None and fits_hand_rolled(spec.env_id):
+        runners["hand-rolled arrays"] = run_hand_rolled_arrays
     for name, factory in (("supersuit", lambda: supersuit_runner(spec)), ("rllib", rllib_runner)):
         runner = factory()
         if runner is not None:

@@ -1,0 +1,197 @@
+"""The ceiling of the async array face: the same work, written by hand, with nothing of marlhub.vector.
+
+``run_hand_rolled`` is the contestant ``hand-rolled arrays`` of ``vector_throughput.py``.
+Like ``AsyncVectorMultiAgentEnv(array_face=True)``, it splits ``N`` hub envs
+(``marlhub.make``) over worker processes that step them and write each copy's
+observations, action masks, rewards, who acts and the episode's end into shared
+numpy arrays, one pipe message per worker and call (``next_step`` autoreset:
+the call after an episode's end resets the copy); the parent draws every action
+at once from the masks, writes them into a shared array, and copies the
+results out. What it leaves out is everything the vector env adds: the
+parent's checks of the actions (the copies step inside ``actions_prechecked``
+all the same), the infos, the per-agent done and ``alive`` flags, the copy
+book, errors that name the copy, the recv/send cycle. So no synchronous array
+face made of worker processes can be faster on the same machine; ``serial
+split`` (processes that never wait for each other) is the ceiling of any
+vector env.
+
+It runs envs with one group of agents (one observation and one ``Discrete``
+action space), whose observations are arrays or dicts of an ``"observation"``
+array and an ``"action_mask"``: Kuhn poker and tic-tac-toe here
+(:func:`fits` says which).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import marlhub
+from marlhub.episode.prechecked import actions_prechecked
+
+__all__ = ["fits", "run_hand_rolled"]
+
+#: How long the parent waits for a worker's answer before it gives up (a hang is an error).
+ANSWER_SECONDS = 60.0
+
+
+def fits(env_id: str) -> bool:
+    """Whether ``env_id``'s envs have the one group and the observations this runs."""
+    env = marlhub.make(env_id)
+    try:
+        return _layout(env) is not None
+    finally:
+        env.close()
+
+
+def _layout(env: Any) -> Any:
+    """``(agents, observation shape, number of actions)``, or None when the env does not fit."""
+    agents = list(env.possible_agents)
+    obs_space, act_space = env.get_observation_space(agents[0]), env.get_action_space(agents[0])
+    if any(env.get_observation_space(a) != obs_space or env.get_action_space(a) != act_space
+           for a in agents):
+        return None
+    if type(act_space) is not gym.spaces.Discrete or act_space.start != 0:
+        return None
+    if isinstance(obs_space, gym.spaces.Dict):
+        if set(obs_space.spaces) != {"observation", "action_mask"}:
+            return None
+        obs_space = obs_space["observation"]
+    if not isinstance(obs_space, gym.spaces.Box):
+        return None
+    return agents, tuple(obs_space.shape), int(act_space.n)
+
+
+def _arrays(buffer: Any, n: int, agents: int, obs_shape: tuple[int, ...],
+            actions: int) -> tuple[dict[str, np.ndarray], int]:
+    """The shared arrays over ``buffer`` (None: only their size), and the bytes they take."""
+    fields = (("obs", (n, agents, *obs_shape), np.float32), ("mask", (n, agents, actions), np.int8),
+              ("rewards", (n, agents), np.float64), ("acting", (n, agents), np.bool_),
+              ("ended", (n,), np.bool_), ("actions", (n, agents), np.int64))
+    memory = None if buffer is None else np.frombuffer(buffer, np.uint8)
+    views, offset = {}, 0
+    for name, shape, dtype in fields:
+        size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if memory is not None:
+            views[name] = memory[offset:offset + size].view(dtype).reshape(shape)
+        offset += -(-size // 64) * 64
+    return views, offset
+
+
+def _worker(env_id: str, first: int, last: int, n: int, buffer: Any, conn: Any,
+            seed: int) -> None:
+    envs = [marlhub.make(env_id) for _ in range(first, last)]
+    agents, obs_shape, actions = _layout(envs[0])
+    slot = {agent: j for j, agent in enumerate(agents)}
+    views, _ = _arrays(buffer, n, len(agents), obs_shape, actions)
+    obs, mask, rewards, acting, ended = (views[k] for k in ("obs", "mask", "rewards", "acting",
+                                                            "ended"))
+
+    def write(i: int, observations: dict[Any, Any]) -> list[Any]:
+        obs[i] = 0
+        acting[i] = False
+        for agent, value in observations.items():
+            j = slot[agent]
+            if type(value) is dict:
+                obs[i, j] = value["observation"]
+                mask[i, j] = value["action_mask"]
+            else:
+                obs[i, j] = value
+                mask[i, j] = 1
+            acting[i, j] = True
+        return list(observations)
+
+    actors = []
+    for k, env in enumerate(envs):
+        observations, _ = env.reset(seed=seed + first + k)
+        actors.append(write(first + k, observations))
+    rewards[first:last] = 0
+    ended[first:last] = False
+    conn.send("ready")
+    while conn.recv() is not None:
+        rows = views["actions"][first:last].tolist()
+        rewards[first:last] = 0
+        with actions_prechecked():
+            for k, env in enumerate(envs):
+                i = first + k
+                if ended[i]:  # next_step: this call resets it
+                    observations, _ = env.reset()
+                    ended[i] = False
+                    actors[k] = write(i, observations)
+                    continue
+                row = rows[k]
+                observations, step_rewards, terminateds, truncateds, _ = env.step(
+                    {agent: row[slot[agent]] for agent in actors[k]})
+                for agent, reward in step_rewards.items():
+                    rewards[i, slot[agent]] = reward
+                if terminateds["__all__"] or truncateds["__all__"]:
+                    ended[i] = True
+                    obs[i] = 0
+                    acting[i] = False
+                    actors[k] = []
+                else:
+                    actors[k] = write(i, observations)
+        conn.send(0)
+
+
+def run_hand_rolled(env_id: str, n: int, seconds: float, seed: int, workers: int,
+                    timed: Callable[[float, Callable[[], int]], float]) -> float:
+    """Agent-steps/s of ``n`` copies of ``env_id`` over ``min(n, workers)`` hand-rolled workers,
+    timed by ``timed`` (vector_throughput's)."""
+    probe = marlhub.make(env_id)
+    agents, obs_shape, actions = _layout(probe)
+    probe.close()
+    ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+    _, size = _arrays(None, n, len(agents), obs_shape, actions)
+    buffer = ctx.RawArray("B", size)
+    views, _ = _arrays(buffer, n, len(agents), obs_shape, actions)
+    count = min(n, workers)
+    bounds = [n * w // count for w in range(count + 1)]
+    conns, processes = [], []
+    try:
+        for w in range(count):
+            here, there = ctx.Pipe()
+            process = ctx.Process(target=_worker, args=(env_id, bounds[w], bounds[w + 1], n,
+                                                        buffer, there, seed), daemon=True)
+            process.start()
+            conns.append(here)
+            processes.append(process)
+        for conn in conns:
+            _answer(conn)
+        rng = np.random.default_rng(seed)
+        mask, acting = views["mask"], views["acting"]
+
+        def step() -> int:
+            views["actions"][...] = np.argmax(rng.random(mask.shape) * mask, axis=-1)
+            done = int(acting.sum())
+            for conn in conns:
+                conn.send(1)
+            for conn in conns:
+                _answer(conn)
+            _kept = {name: views[name].copy()  # noqa: F841 (what a learner keeps of the call)
+                     for name in ("obs", "mask", "rewards", "acting", "ended")}
+            return done
+
+        return timed(seconds, step)
+    finally:
+        for conn in conns:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for process in processes:
+            process.join(5)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+
+
+def _answer(conn: Any) -> Any:
+    if not conn.poll(ANSWER_SECONDS):
+        raise RuntimeError(f"a hand-rolled worker did not answer within {ANSWER_SECONDS:g} s")
+    return conn.recv()

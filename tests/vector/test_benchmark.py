@@ -1,0 +1,48 @@
+"""The vector throughput benchmark runs (in its quick mode) with the hand-rolled ceiling of the
+array face beside ``async arrays``; no timings are asserted."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.vector.envs import no_worker_left_behind  # noqa: F401 (autouse)
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str):  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_hand_rolled_ceiling_runs_beside_the_array_face(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pyspiel")
+    benchmark = _load("vector_throughput")
+    assert benchmark.main(["--quick", "--envs", "kuhn_poker", "tic_tac_toe", "--contestants",
+                           "async arrays", "hand-rolled arrays"]) == 0
+    out = capsys.readouterr().out
+    for env in ("kuhn_poker", "tic_tac_toe"):
+        table = out.split(f"{env}: agent-steps/s")[1].split("\n\n")[0]
+        for contestant in ("serial", "async arrays", "hand-rolled arrays"):
+            row = re.search(rf"^{re.escape(contestant)} +([\d,]+) \( *([\d.]+)\)", table, re.M)
+            assert row is not None, (contestant, table)
+            assert float(row.group(1).replace(",", "")) > 0
+
+
+def test_the_hand_rolled_ceiling_takes_only_the_envs_it_can_run() -> None:
+    pytest.importorskip("pyspiel")
+    hand_rolled = _load("hand_rolled_arrays")
+    assert hand_rolled.fits("openspiel/kuhn_poker")  # dict observations with a mask
+    assert hand_rolled.fits("tic_tac_toe")  # array observations
+    assert not hand_rolled.fits("rock_paper_scissors")  # Discrete observations
+    assert not hand_rolled.fits("traffic")
