@@ -30,7 +30,9 @@ from tests.vector.envs import (
 )
 
 TIMEOUT = 60.0
-IDS = ["openspiel/kuhn_poker", "tic_tac_toe", "traffic", "rock_paper_scissors"]
+IDS = ["openspiel/kuhn_poker", "tic_tac_toe", "traffic", "rock_paper_scissors",
+       # simultaneous moves; two groups of agents; PettingZoo's masks in dict observations
+       "openspiel/goofspiel", "mpe2/simple_tag-v3", "pettingzoo/classic/connect_four-v3"]
 
 
 def _pair(env_id: str, n: int, mode: str, **kwargs: Any) -> tuple[Any, Any]:

@@ -122,7 +122,9 @@ def _cycled(envs: Any, mode: str, calls: int) -> list[list[dict[str, Any]]]:
 @pytest.mark.parametrize("shared", [True, False], ids=["workers", "dicts"])
 @pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
 @pytest.mark.parametrize("env_id", ["openspiel/kuhn_poker", "tic_tac_toe", "traffic",
-                                    "rock_paper_scissors"])
+                                    "rock_paper_scissors", "openspiel/goofspiel",
+                                    "mpe2/simple_tag-v3",
+                                    "pettingzoo/classic/connect_four-v3"])
 def test_each_copy_plays_as_in_the_synchronous_face(env_id: str, mode: str,
                                                     shared: bool) -> None:
     with _cycling(env_id, mode, shared) as envs:
@@ -166,6 +168,30 @@ def test_bad_sends_are_refused_and_move_no_copy() -> None:
             got.update((int(i), _row(batch, k)) for k, i in enumerate(copy_ids))
         for i in held:
             assert why_different(got[i], _row(want, i)) is None, f"copy {i}"
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["workers", "dicts"])
+def test_copy_ids_may_come_in_any_order_with_their_rows(shared: bool) -> None:
+    """Rows and copy ids sent in another order than recv returned them (the ends kept in
+    place) step each copy as sending them in order does."""
+    order = [0, 2, 1, 3, 4]
+    with _cycling("openspiel/kuhn_poker", "next_step", shared) as envs, \
+            SyncVectorMultiAgentEnv(_fns("openspiel/kuhn_poker"), batch_size=N) as twin:
+        draw = _Actions(twin)
+        envs.async_reset_arrays(seed=1)
+        twin.async_reset_arrays(seed=1)
+        for _ in range(6):
+            want, ids = twin.recv_arrays()
+            assert list(ids) == list(range(N))
+            got: dict[int, Any] = {}
+            while len(got) < N:
+                batch, copy_ids = envs.recv_arrays()
+                got.update((int(i), _row(batch, k)) for k, i in enumerate(copy_ids))
+            for i in range(N):
+                assert why_different(got[i], _row(want, i)) is None, f"copy {i}"
+            actions = draw.rows(want, ids)
+            twin.send_arrays(actions, ids)
+            envs.send_arrays({name: rows[order] for name, rows in actions.items()}, order)
 
 
 def test_the_faces_do_not_mix_and_a_killed_worker_raises() -> None:
