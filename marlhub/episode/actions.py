@@ -14,14 +14,12 @@ bools (``True`` is not an action) and minus casts ``contains`` would make
 silently (a list for a Box, an array of shape ``(1,)`` for a Discrete).
 Discrete actions come back as plain ``int``.
 
-:class:`ActionChecker` is the same check with a fast path per agent for
-Discrete and Box spaces, for adapters on a hot loop, and
-:meth:`ActionChecker.check_dict` checks a whole dict of actions in a few passes
-of C code when the actors share one Discrete space and none has a mask (many
-agents, as in MAgent2's battles); :func:`action_masks` finds whether any
-actor has a mask, the same way.
-Inside :func:`~marlhub.episode.prechecked.actions_prechecked` every check
-here lets its input through unchanged.
+:class:`ActionChecker` is the same check with a fast path per agent for Discrete and Box
+spaces, for adapters on a hot loop, and :meth:`ActionChecker.check_dict` checks a whole dict
+of actions in a few passes of C code when the actors share one Discrete space and none has a
+mask (many agents, as in MAgent2's battles); :func:`action_masks` finds whether any actor has
+a mask, the same way. Inside :func:`~marlhub.episode.prechecked.actions_prechecked` every
+check here lets its input through unchanged.
 
 Example:
     >>> import gymnasium as gym, numpy as np
