@@ -185,10 +185,11 @@ def row_index(rows: Sequence[int]) -> Any:
 
 
 def _rows(rows: Any, value: Any) -> Any:
-    """Copies of the rows ``rows`` (a :func:`row_index`) of an array or a dict of them."""
+    """Copies of the rows ``rows`` (a :func:`row_index`) of an array or a dict of them (a list
+    gathers a copy already; a slice is a view, copied here)."""
     if isinstance(value, dict):
-        return {k: v[rows].copy() for k, v in value.items()}
-    return value[rows].copy()
+        return {k: _rows(rows, v) for k, v in value.items()}
+    return value[rows].copy() if type(rows) is slice else value[rows]
 
 
 def _copy(value: Any) -> Any:
