@@ -129,13 +129,11 @@ def _worker(env_id: str, first: int, last: int, n: int, buffer: Any, conn: Any,
                     {agent: row[slot[agent]] for agent in actors[k]})
                 for agent, reward in step_rewards.items():
                     rewards[i, slot[agent]] = reward
+                actors[k] = write(i, observations)
                 if terminateds["__all__"] or truncateds["__all__"]:
-                    ended[i] = True
-                    obs[i] = 0
+                    ended[i] = True  # the final observations stay, and nobody acts
                     acting[i] = False
                     actors[k] = []
-                else:
-                    actors[k] = write(i, observations)
         conn.send(0)
 
 
