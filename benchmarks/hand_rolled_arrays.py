@@ -1,19 +1,19 @@
-"""The ceiling of the async array face: the same work, written by hand, with nothing of marlhub.vector.
+"""The ceiling of the async array face: the same work, written by hand.
 
-``run_hand_rolled`` is the contestant ``hand-rolled arrays`` of ``vector_throughput.py``.
-Like ``AsyncVectorMultiAgentEnv(array_face=True)``, it splits ``N`` hub envs
-(``marlhub.make``) over worker processes that step them and write each copy's
-observations, action masks, rewards, who acts and the episode's end into shared
-numpy arrays, one pipe message per worker and call (``next_step`` autoreset:
-the call after an episode's end resets the copy); the parent draws every action
-at once from the masks, writes them into a shared array, and copies the
-results out. What it leaves out is everything the vector env adds: the
-parent's checks of the actions (the copies step inside ``actions_prechecked``
-all the same), the infos, the per-agent done and ``alive`` flags, the copy
-book, errors that name the copy, the recv/send cycle. So no synchronous array
-face made of worker processes can be faster on the same machine; ``serial
-split`` (processes that never wait for each other) is the ceiling of any
-vector env.
+``run_hand_rolled`` is the contestant ``hand-rolled arrays`` of
+``vector_throughput.py``. Like ``AsyncVectorMultiAgentEnv(array_face=True)``, it splits
+``N`` hub envs (``marlhub.make``) over worker processes as that env does
+(``split_copies``, the one piece of ``marlhub.vector`` it takes: where the copies go,
+not how they run); the workers step them and write each copy's observations, action
+masks, rewards, who acts and the episode's end into shared numpy arrays, one pipe
+message per worker and call (``next_step`` autoreset: the call after an episode's end
+resets the copy); the parent draws every action at once from the masks, writes them into
+a shared array, and copies the results out. What it leaves out is everything the vector
+env adds: the parent's checks of the actions (the copies step inside
+``actions_prechecked`` all the same), the infos, the per-agent done and ``alive`` flags,
+the copy book, errors that name the copy, the recv/send cycle. So no synchronous array
+face made of worker processes can be faster on the same machine; ``serial split``
+(processes that never wait for each other) is the ceiling of any vector env.
 
 It runs envs with one group of agents (one observation and one ``Discrete``
 action space), whose observations are arrays or dicts of an ``"observation"``
@@ -33,6 +33,7 @@ import numpy as np
 
 import marlhub
 from marlhub.episode.prechecked import actions_prechecked
+from marlhub.vector.processes import split_copies
 
 __all__ = ["fits", "run_hand_rolled"]
 
@@ -148,13 +149,11 @@ def run_hand_rolled(env_id: str, n: int, seconds: float, seed: int, workers: int
     _, size = _arrays(None, n, len(agents), obs_shape, actions)
     buffer = ctx.RawArray("B", size)
     views, _ = _arrays(buffer, n, len(agents), obs_shape, actions)
-    count = min(n, workers)
-    bounds = [n * w // count for w in range(count + 1)]
     conns, processes = [], []
     try:
-        for w in range(count):
+        for share in split_copies(n, min(n, workers)):  # the async env's split
             here, there = ctx.Pipe()
-            process = ctx.Process(target=_worker, args=(env_id, bounds[w], bounds[w + 1], n,
+            process = ctx.Process(target=_worker, args=(env_id, share.start, share.stop, n,
                                                         buffer, there, seed), daemon=True)
             process.start()
             conns.append(here)

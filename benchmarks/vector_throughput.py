@@ -24,11 +24,11 @@ drifts of the machine's speed hit them alike:
   ``batch_size = N // 2``: the learner answers whichever copies are ready first
   (EnvPool's and PufferLib's way);
 * ``hand-rolled arrays``: the ceiling of ``async arrays``, the same work written by hand
-  with nothing of ``marlhub.vector`` (``benchmarks/hand_rolled_arrays.py``): workers step
-  the hub envs and write observations, masks, rewards and who acts into shared arrays,
-  one pipe message per worker and call, and the parent draws the actions from the
-  masks; no checks in the parent, no infos, no bookkeeping (envs with one group of
-  ``Discrete`` actions: Kuhn poker and tic-tac-toe);
+  with nothing of ``marlhub.vector`` in its calls (``benchmarks/hand_rolled_arrays.py``):
+  workers step the hub envs and write observations, masks, rewards and who acts into
+  shared arrays, one pipe message per worker and call, and the parent draws the actions
+  from the masks; no checks in the parent, no infos, no bookkeeping (envs with one group
+  of ``Discrete`` actions: Kuhn poker and tic-tac-toe);
 * ``serial split``: the serial loop split over ``min(N, --workers)`` processes, each on
   its share of the copies, timed side by side (the sum of their rates): what the cores
   give with no vector env at all, the ceiling of any async vector env on the machine;
