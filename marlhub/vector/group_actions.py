@@ -128,13 +128,28 @@ class GroupActions:
     def host(self, name: str, value: Any) -> np.ndarray:
         """The actions as a numpy array (a torch tensor on the right device is read there)."""
         if hasattr(value, "detach") and hasattr(value, "device"):
-            if self.device is not None and str(value.device) != str(self.device):
+            if self.device is not None and not _on_device(value.device, self.device):
                 raise VectorEnvError(
                     self.env_name, f"the actions of group {name!r} are on {value.device}, "
                     f"and the simulator runs on {self.device}",
                     f"Move them with .to({str(self.device)!r}), or pass numpy arrays.")
             return value.detach().cpu().numpy()
         return np.asarray(value)
+
+
+def _on_device(device: Any, wanted: Any) -> bool:
+    """Whether a tensor on ``device`` is on ``wanted``, as torch places tensors: ``"cuda"``
+    is the current CUDA device (``cuda:0`` unless set otherwise), ``"cpu:0"`` the CPU."""
+    import torch  # only torch tensors come here
+
+    wanted = torch.device(wanted)
+    if device.type != wanted.type:
+        return False
+    if wanted.type == "cpu":
+        return True
+    if wanted.index is None:
+        return wanted.type != "cuda" or device.index == torch.cuda.current_device()
+    return device.index == wanted.index
 
 
 def _legal(space: gym.Space, values: np.ndarray, mask: Any) -> np.ndarray:

@@ -167,6 +167,23 @@ def test_torch_arrays_stay_torch_on_the_simulators_device() -> None:
         assert isinstance(obs[0]["agent_0"], np.ndarray)
 
 
+def test_torch_actions_on_the_device_the_simulator_names_otherwise() -> None:
+    """A simulator made on ``"cpu:0"`` (as one made on ``"cuda"`` gives tensors on
+    ``cuda:0``) takes actions on the device its own tensors are on; another device is
+    refused with both named, and no copy moves."""
+    with marlhub.make_vec("vmas/balance", 3, {**BALANCE, "device": "cpu:0"},
+                          as_torch=True) as envs, _balance(3, as_torch=True) as twin:
+        assert str(envs.source.device) == "cpu:0"
+        batch = envs.reset_arrays(seed=0)
+        twin.reset_arrays(seed=0)
+        on_its_device = torch.zeros(3, 3, dtype=torch.int64, device=batch.obs["agents"].device)
+        with pytest.raises(VectorEnvError, match="are on meta, and the simulator runs on "
+                           "cpu:0.*Move them with .to\\('cpu:0'\\)"):
+            envs.step_arrays({"agents": on_its_device.to("meta")})
+        batch = envs.step_arrays({"agents": on_its_device})
+        assert torch.equal(batch.obs["agents"], twin.step_arrays(_still(twin)).obs["agents"])
+
+
 def test_agent_slots_read_the_batch_as_it_is() -> None:
     with AgentSlotVectorEnv(_balance(4)) as slots:
         obs, infos = slots.reset(seed=0)
