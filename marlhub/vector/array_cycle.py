@@ -9,9 +9,10 @@ once (spaces, and the masks in shared memory), writes them into the shared
 action arrays and sends each worker one message naming its copies; the
 worker steps just those and writes just their rows. Only the infos dicts come
 back through the pipes. ``recv_arrays()`` waits until ``batch_size`` copies
-are ready and copies their rows out of the block. A copy's rows are written
-only by a request that includes it, which it must be held for: the rows of a
-copy that waits for ``recv`` stay as its worker wrote them.
+are ready and copies their rows out of the block (with ``copy=False``, views of
+them where they are one run). A copy's rows are written only by a request that
+includes it, which it must be held for: the rows of a copy that waits for
+``recv`` stay as its worker wrote them.
 
 Example:
     >>> import marlhub
@@ -55,6 +56,7 @@ class ArrayCycle:
     if TYPE_CHECKING:  # what the async vector env provides
         num_envs: int
         autoreset_mode: str
+        copy: bool
         _pool: WorkerPool
         _cycle: ReadyCopies
         _slots: Optional[SlotArrays]
@@ -131,8 +133,10 @@ class ArrayCycle:
     def recv_arrays(self) -> ReceivedArrays:
         """Wait for the next ``batch_size`` copies to be ready (fewer when no more can come)
         and return their rows, as :class:`ReceivedArrays`: the
-        :class:`~marlhub.vector.arrays.ArrayBatch` (copies of the shared arrays) and
-        ``copy_ids``.
+        :class:`~marlhub.vector.arrays.ArrayBatch` and ``copy_ids``. Its arrays are copies
+        of the shared rows; with ``copy=False`` views of them when the copy ids are one
+        ascending run (one worker's copies, or neighbours), valid until those copies are
+        sent again.
 
         Raises:
             VectorEnvError: no copy is running or ready, or the face holds dicts.
@@ -148,7 +152,7 @@ class ArrayCycle:
         while self._cycle.ready_count() < self._cycle.batch_size and self._cycle.running:
             self._pump()
         rows, infos = self._cycle.take_some()
-        batch = slots.batch(infos, sorted(self._masked), True,
+        batch = slots.batch(infos, sorted(self._masked), self.copy,
                             self.autoreset_mode == SAME_STEP, rows)
         return ReceivedArrays(batch, np.asarray(rows, dtype=np.int64))
 

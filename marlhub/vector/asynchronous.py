@@ -110,7 +110,8 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
         copy: return shared-memory observations the caller may keep (the default): views
             of one of three blocks, which no later call writes into while any view of it
             is alive, or copies when all are held. False: views valid until the next
-            call, in one block.
+            call, in one block (``recv_arrays``: views of the rows it returns where they
+            are one run, valid until those copies are sent again).
         context: the ``multiprocessing`` start method (``"fork"``, ``"spawn"``,
             ``"forkserver"``); None for the platform's default.
         daemon: start the workers as daemons (they cannot start processes then).

@@ -146,11 +146,13 @@ class SlotArrays:
               same_step: bool, rows: Optional[Sequence[int]] = None) -> ArrayBatch:
         """The :class:`~marlhub.vector.arrays.ArrayBatch` in the block: copies of its arrays,
         or (``copy=False``) views valid until the next call. ``masked``: the groups whose
-        agents have shown a mask. ``rows``: copies of these rows only (``recv_arrays``)."""
+        agents have shown a mask. ``rows``: these rows only (``recv_arrays``); with
+        ``copy=False`` views when they are one ascending run (valid until these copies
+        are sent again), else copies."""
         take: Callable[[Any], Any] = _copy if copy else _view
         ended = self.final_row
         if rows is not None:
-            take = functools.partial(_rows, row_index(rows))
+            take = functools.partial(_rows, row_index(rows), copy)
             ended = take(ended)
         groups = self.layout.groups
         final = None
@@ -184,12 +186,12 @@ def row_index(rows: Sequence[int]) -> Any:
     return rows
 
 
-def _rows(rows: Any, value: Any) -> Any:
-    """Copies of the rows ``rows`` (a :func:`row_index`) of an array or a dict of them (a list
-    gathers a copy already; a slice is a view, copied here)."""
+def _rows(rows: Any, copy: bool, value: Any) -> Any:
+    """The rows ``rows`` (a :func:`row_index`) of an array or a dict of them: a list gathers a
+    copy; a slice is a view, copied if ``copy``."""
     if isinstance(value, dict):
-        return {k: _rows(rows, v) for k, v in value.items()}
-    return value[rows].copy() if type(rows) is slice else value[rows]
+        return {k: _rows(rows, copy, v) for k, v in value.items()}
+    return value[rows].copy() if copy and type(rows) is slice else value[rows]
 
 
 def _copy(value: Any) -> Any:

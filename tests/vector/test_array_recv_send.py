@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Any
+from collections.abc import Callable
+from copy import deepcopy
+from typing import Any, Optional
 
 import numpy as np
 import pytest
@@ -95,10 +97,12 @@ def _synchronous(env_id: str, mode: str, calls: int) -> list[list[dict[str, Any]
     return trajectories
 
 
-def _cycled(envs: Any, mode: str, rows: int, limit: int = 2000) -> list[list[dict[str, Any]]]:
+def _cycled(envs: Any, mode: str, rows: int, limit: int = 2000,
+            seen: Optional[Callable[[Any, Any], None]] = None) -> list[list[dict[str, Any]]]:
     """Each copy's rows from recv_arrays/send_arrays with batch_size 2 of 5, until every copy
     came back ``rows`` times (at most ``limit`` calls): whoever is ready first comes back
-    first, so the copies of a worker that the machine runs less come back less often."""
+    first, so the copies of a worker that the machine runs less come back less often.
+    ``seen(batch, copy_ids)`` is called with each batch received."""
     trajectories: list[list[dict[str, Any]]] = [[] for _ in range(N)]
     draw = _Actions(envs)
     envs.async_reset_arrays(seed=7)
@@ -107,8 +111,10 @@ def _cycled(envs: Any, mode: str, rows: int, limit: int = 2000) -> list[list[dic
             break
         batch, copy_ids = envs.recv_arrays()
         assert list(copy_ids) == sorted(copy_ids) and len(copy_ids) <= 2
+        if seen is not None:
+            seen(batch, copy_ids)
         for k, i in enumerate(copy_ids):
-            trajectories[i].append(_row(batch, k))
+            trajectories[i].append(deepcopy(_row(batch, k)))  # views (copy=False) change
         ended = batch.episode_terminated | batch.episode_truncated
         if mode == "disabled" and ended.any():  # parked: restart them
             mask = np.zeros(N, bool)
@@ -136,6 +142,29 @@ def test_each_copy_plays_as_in_the_synchronous_face(env_id: str, mode: str,
     want = _synchronous(env_id, mode, max(map(len, got)))
     for i in range(N):
         assert 8 <= len(got[i]) <= len(want[i]), f"copy {i} came back {len(got[i])} times"
+        for t, (row, expected) in enumerate(zip(got[i], want[i])):
+            assert why_different(row, expected) is None, f"copy {i}, row {t}"
+
+
+def test_without_copy_the_rows_of_one_run_are_views_of_the_block() -> None:
+    """``copy=False``: what recv_arrays returns for copy ids that are one run (neighbouring
+    rows of the block) are views of the block, the others copies; each copy still plays as
+    in the synchronous face."""
+    kinds = {"views": 0, "copies": 0}
+
+    def seen(batch: Any, copy_ids: Any) -> None:
+        run = list(copy_ids) == list(range(copy_ids[0], copy_ids[0] + len(copy_ids)))
+        arrays = [batch.rewards["agents"], batch.acting["agents"], batch.obs["agents"],
+                  batch.episode_terminated]
+        assert all((a.base is not None) == run for a in arrays), list(copy_ids)
+        kinds["views" if run else "copies"] += 1
+
+    with AsyncVectorMultiAgentEnv(_fns("tic_tac_toe"), num_workers=2, timeout=TIMEOUT,
+                                  array_face=True, batch_size=2, copy=False) as envs:
+        got = _cycled(envs, "next_step", 8, seen=seen)
+    assert kinds["views"] > 0, kinds
+    want = _synchronous("tic_tac_toe", "next_step", max(map(len, got)))
+    for i in range(N):
         for t, (row, expected) in enumerate(zip(got[i], want[i])):
             assert why_different(row, expected) is None, f"copy {i}, row {t}"
 
