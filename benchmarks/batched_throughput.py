@@ -73,6 +73,7 @@ import gc
 import json
 import os
 import platform
+import shlex
 import statistics
 import sys
 import time
@@ -445,7 +446,7 @@ def write_json(path: str, args: argparse.Namespace, info: dict[str, Any], result
     document = {
         "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": info,
-        "command": " ".join(["python", "benchmarks/batched_throughput.py", *sys.argv[1:]]),
+        "command": shlex.join(["python", "benchmarks/batched_throughput.py", *sys.argv[1:]]),
         "unit": "agent-steps/s, wall time", "config": CONFIG, "rounds": args.rounds,
         "steps": args.steps, "warm_up": args.warm_up, "errors": errors,
         "results": [{"scenario": s, "copies": n, "contestant": c,

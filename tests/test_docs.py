@@ -147,6 +147,22 @@ def test_a_page_says_not_measured_yet_when_the_data_is_missing(tmp_path: Path) -
     assert marlhub_data.load_json(tmp_path / "absent.json", None) is None
 
 
+def test_the_batched_benchmark_is_read_by_case_with_native_first() -> None:
+    document = {
+        "measured": "2026-01-01T00:00:00+00:00", "machine": {"cpus": 16, "gpu": "NVIDIA H200"},
+        "command": "python benchmarks/batched_throughput.py --device cuda",
+        "results": [{"scenario": "navigation", "copies": n, "contestant": name, "median": rate,
+                     "ratio_to_native": rate / 100.0}
+                    for n in (1024, 4096) for name, rate in (("marlhub arrays", 90.0),
+                                                             ("native", 100.0))]}
+    text = "\n".join(marlhub_data.benchmark_rst("batched_cuda", document, str, _literal, None))
+    assert "16 CPUs, GPU NVIDIA H200" in text
+    rows = [line for line in text.splitlines() if "navigation, " in line]
+    assert rows == ["   * - navigation, 1,024 copies", "   * - navigation, 4,096 copies"]
+    header = text.index("     - native")
+    assert header < text.index("     - marlhub arrays") and "90 (**0.90**)" in text
+
+
 def test_the_vector_scaling_plot_is_drawn_from_its_json(tmp_path: Path) -> None:
     document = {
         "measured": "2026-01-01T00:00:00+00:00", "machine": {"cpus": 2},

@@ -53,6 +53,8 @@ def measured_line(document: dict[str, Any], escape: Escape) -> str:
     parts = [f"{machine.get('cpus', '?')} CPUs"]
     if machine.get("cpu"):
         parts.insert(0, str(machine["cpu"]))
+    if machine.get("gpu"):
+        parts.append(f"GPU {machine['gpu']}")
     load = machine.get("load_average") or machine.get("load_average_before")
     if load:
         parts.append("load average " + " / ".join(f"{x:.2f}" for x in load))
@@ -339,6 +341,8 @@ COMMANDS = {
                           "docs/data/openspiel_overhead.json",
     "torchrl_overhead": "python benchmarks/torchrl_overhead.py --json "
                         "docs/data/torchrl_overhead.json",
+    "batched_cuda": "python benchmarks/batched_throughput.py --device cuda --json "
+                    "docs/data/batched_cuda.json",
 }
 
 
@@ -364,7 +368,16 @@ def _tables_of(name: str, document: dict[str, Any]) -> list[dict[str, Any]]:
                      "ratio": ratios.get(contender)} for contender, values in rates.items()]
             tables.append({"title": case, "rows": rows})
         return tables
-    raise ValueError(f"docs/data/{name}.json has neither 'tables' nor 'rates' and 'ratios'")
+    if "results" in document:  # batched_throughput.py: one row per scenario, copies, contestant
+        cases: dict[str, list[dict[str, Any]]] = {}
+        for result in document["results"]:
+            cases.setdefault(f"{result['scenario']}, {result['copies']:,} copies", []).append(
+                {"contender": result["contestant"], "rate": result["median"],
+                 "ratio": result["ratio_to_native"]})
+        return [{"title": title, "rows": sorted(rows, key=lambda r: r["contender"] != "native")}
+                for title, rows in cases.items()]
+    raise ValueError(f"docs/data/{name}.json has none of 'tables', 'rates' and 'ratios', "
+                     "'results'")
 
 
 def _rate_and_ratio(row: dict[str, Any]) -> tuple[Any, Any]:
