@@ -128,7 +128,7 @@ class ArrayCycle:
         for name, value in checked.items():
             slots.actions[name][where] = checker.host(name, value)
         self._check_workers("send_arrays()")
-        self._request("step_arrays", rows, lambda r, mine, _: [i - r.start for i in mine])
+        self._request("step_arrays", rows, _copies_of_worker)
 
     def recv_arrays(self) -> ReceivedArrays:
         """Wait for the next ``batch_size`` copies to be ready (fewer when no more can come)
@@ -172,3 +172,19 @@ class ArrayCycle:
             raise VectorEnvError(self.name(), f"{call} was called, but the array face holds no "
                                  "episode (one face per episode)",
                                  "Start one with async_reset_arrays().")
+
+
+def _copies_of_worker(copies: range, mine: list[int], _block: int) -> Optional[list[int]]:
+    """The copies ``mine`` of the worker that holds ``copies``, by their index there; None
+    when they are all of its copies in order (the worker then steps them as in
+    ``step_arrays``, on whole slices of its rows).
+
+    Example:
+        >>> worker = range(4, 8)
+        >>> _copies_of_worker(worker, [4, 5, 6, 7], 0)
+        >>> _copies_of_worker(worker, [5, 4, 6, 7], 0), _copies_of_worker(worker, [4, 5], 0)
+        ([1, 0, 2, 3], [0, 1])
+    """
+    if len(mine) == len(copies) and mine[0] == copies.start and mine == list(copies):
+        return None
+    return [i - copies.start for i in mine]
