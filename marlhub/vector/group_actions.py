@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -159,10 +160,10 @@ def _legal(space: gym.Space, values: np.ndarray, mask: Any) -> np.ndarray:
         start, size = int(space.start), int(space.n)
         index = values - start if start else values
         ok = (index >= 0) & (index < size)
-        if mask is not None:  # each slot's mask entry at its action (at 0 where out of range)
-            mask = np.asarray(mask)
-            rows = np.arange(ok.size)
-            picked = mask.reshape(ok.size, -1)[rows, (index * ok).ravel()].reshape(lead)
+        if mask is not None:  # each slot's mask entry at its action (its first where out of range)
+            mask = np.ascontiguousarray(mask)
+            width = mask.shape[-1]
+            picked = mask.reshape(-1)[_starts(ok.size, width).reshape(lead) + index * ok]
             ok &= picked != 0
         return ok
     if isinstance(space, gym.spaces.MultiDiscrete):
@@ -176,6 +177,14 @@ def _legal(space: gym.Space, values: np.ndarray, mask: Any) -> np.ndarray:
             ok = (values >= space.low) & (values <= space.high)
         return np.asarray(ok.reshape(*lead, -1).all(-1))
     return np.ones(lead, bool)
+
+
+@functools.lru_cache(maxsize=64)
+def _starts(slots: int, width: int) -> np.ndarray:
+    """Where each of ``slots`` masks of ``width`` entries starts in their flat array."""
+    starts = np.arange(0, slots * width, width)
+    starts.flags.writeable = False
+    return starts
 
 
 def _item(value: Any) -> Any:

@@ -1,0 +1,46 @@
+"""GroupActions: the array face's one-pass check of every slot's action against its space and
+mask, against the rule stated slot by slot."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from marlhub.errors import ActionError
+from marlhub.vector.group_actions import GroupActions
+
+
+def _legal_slot(action: int, space: gym.spaces.Discrete, mask: np.ndarray) -> bool:
+    index = action - int(space.start)
+    return 0 <= index < int(space.n) and bool(mask[index])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_each_slot_is_judged_as_alone(seed: int) -> None:
+    """Random shapes, starts, mask dtypes, actions in and out of range, and masks that are
+    rows of a bigger block (as a worker's rows of shared memory): the first bad acting
+    slot is the one named, and a batch with none passes."""
+    rng = np.random.default_rng(seed)
+    n, a, k = (int(x) for x in rng.integers(1, 6, 3))
+    space = gym.spaces.Discrete(k, start=int(rng.integers(-2, 3)))
+    block = (rng.random((2 * n, a, k)) < 0.6).astype(rng.choice([np.int8, np.bool_]))
+    masks = block[::2] if seed % 2 else block[:n]
+    acting = rng.random((n, a)) < 0.7
+    agents = [f"a{j}" for j in range(a)]
+    check = GroupActions("Vec", n, {"agents": agents}, dict.fromkeys(agents, space))
+    actions = rng.integers(int(space.start) - 2, int(space.start) + k + 2, (n, a))
+    if seed % 4 < 2:  # every acting slot legal (one with an empty mask does not act)
+        for i in range(n):
+            for j in range(a):
+                legal = np.flatnonzero(masks[i, j])
+                acting[i, j] &= legal.size > 0
+                actions[i, j] = int(space.start) + int(rng.choice(legal)) if legal.size else 0
+    bad = [(i, j) for i in range(n) for j in range(a)
+           if acting[i, j] and not _legal_slot(int(actions[i, j]), space, masks[i, j])]
+    if not bad:
+        check.check({"agents": actions}, {"agents": acting}, {"agents": masks})
+        return
+    with pytest.raises(ActionError) as caught:
+        check.check({"agents": actions}, {"agents": acting}, {"agents": masks})
+    assert (caught.value.copy_index, caught.value.agent_id) == (bad[0][0], agents[bad[0][1]])
