@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 
 from marlhub.errors import VectorEnvError
+from marlhub.vector.arrays import row_index
 from marlhub.vector.base import DISABLED, SAME_STEP
 from marlhub.vector.ready import ReadyCopies, ReceivedArrays
-from marlhub.vector.slot_memory import row_index
 
 if TYPE_CHECKING:
     from marlhub.vector.group_actions import GroupActions

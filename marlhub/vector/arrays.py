@@ -41,7 +41,7 @@ from marlhub.vector.copies import FINAL_OBS
 from marlhub.vector.group_actions import GroupActions
 from marlhub.vector.shared import obs_leaves
 
-__all__ = ["ArrayBatch", "DictArrays", "reshape_rows"]
+__all__ = ["ArrayBatch", "DictArrays", "reshape_rows", "row_index"]
 
 
 @dataclass
@@ -88,6 +88,21 @@ def reshape_rows(flat: Any, lead: tuple[int, ...]) -> Any:
     if isinstance(flat, tuple):
         return tuple(reshape_rows(value, lead) for value in flat)
     return flat.reshape(lead + tuple(flat.shape[1:]))
+
+
+def row_index(rows: Sequence[int]) -> Any:
+    """An index of the rows ``rows``, in their order: a slice when they are one ascending run,
+    as a worker's copies are (numpy slices several times faster than it gathers a list),
+    else the list.
+
+    Example:
+        >>> row_index([4, 5, 6]), row_index([1, 3]), row_index([5, 4])
+        (slice(4, 7, None), [1, 3], [5, 4])
+    """
+    rows = list(rows)
+    if rows and rows == list(range(rows[0], rows[0] + len(rows))):
+        return slice(rows[0], rows[0] + len(rows))
+    return rows
 
 
 class DictArrays:
@@ -153,7 +168,7 @@ class DictArrays:
         batch = self._target(out, rows)
         if out is not None and out.final_obs is not None \
                 and (self._final_filled or rows is not None):
-            _zero(out.final_obs, rows)
+            _zero(out.final_obs, None if rows is None else row_index(rows))
         if rows is None:
             self._final_filled = False
         return self._fill(batch, obs, infos, actors, out is None, rows)
@@ -174,7 +189,7 @@ class DictArrays:
         batch = self._target(out, rows)
         final_rows = out.final_obs if out is not None else None
         if final_rows is not None and (self._final_filled or rows is not None):
-            _zero(final_rows, rows)
+            _zero(final_rows, None if rows is None else row_index(rows))
         if rows is None:
             self._final_filled = False
         slot, alive, ended = self.slot, self.alive, self.ended
@@ -239,9 +254,9 @@ class DictArrays:
                 truncated=self._zeros(np.bool_, n), episode_terminated=np.zeros(n, np.bool_),
                 episode_truncated=np.zeros(n, np.bool_), acting=self._zeros(np.bool_, n),
                 alive=self._zeros(np.bool_, n), action_mask=masks)
-        where = slice(None) if rows is None else list(rows)
+        where = slice(None) if rows is None else row_index(rows)
         for name in self.groups:
-            _zero(out.obs[name], rows)
+            _zero(out.obs[name], where)
             for arrays in (out.rewards, out.terminated, out.truncated, out.acting, out.alive):
                 arrays[name][where] = 0
         for mask in out.action_mask.values():
@@ -376,15 +391,16 @@ def _zeros_of(leaves: Any, lead: tuple[int, ...]) -> Any:
     return {key: np.zeros(lead + shape, dtype) for key, shape, dtype in leaves}
 
 
-def _zero(target: Any, rows: Optional[Sequence[int]] = None) -> None:
-    """Fill an array, or each array of a nested dict, with zeros (only ``rows`` if given)."""
+def _zero(target: Any, where: Any = None) -> None:
+    """Fill an array, or each array of a nested dict, with zeros (only the rows ``where``, a
+    :func:`row_index`, if given)."""
     if isinstance(target, dict):
         for value in target.values():
-            _zero(value, rows)
-    elif rows is None:
+            _zero(value, where)
+    elif where is None:
         target.fill(0)
     else:
-        target[list(rows)] = 0
+        target[where] = 0
 
 
 def _set_row(target: Any, i: int, rows: Any) -> None:

@@ -34,10 +34,10 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.core import AgentID
-from marlhub.vector.arrays import ArrayBatch
+from marlhub.vector.arrays import ArrayBatch, row_index
 from marlhub.vector.shared import ALIGN, obs_leaves
 
-__all__ = ["SlotArrays", "SlotLayout", "row_index", "slot_spaces_unsupported"]
+__all__ = ["SlotArrays", "SlotLayout", "slot_spaces_unsupported"]
 
 #: The per-slot flags of a group, as bool arrays ``(num_envs, n)``.
 _FLAGS = ("terminated", "truncated", "acting", "alive")
@@ -169,21 +169,6 @@ class SlotArrays:
             alive={name: take(self.flags["alive"][name]) for name in groups},
             action_mask={name: take(self.masks[name]) for name in masked if name in self.masks},
             infos=list(infos), final_obs=final)
-
-
-def row_index(rows: Sequence[int]) -> Any:
-    """An index of the rows ``rows``, in their order: a slice when they are one ascending run,
-    as a worker's copies are (numpy slices several times faster than it gathers a list),
-    else the list.
-
-    Example:
-        >>> row_index([4, 5, 6]), row_index([1, 3]), row_index([5, 4])
-        (slice(4, 7, None), [1, 3], [5, 4])
-    """
-    rows = list(rows)
-    if rows and rows == list(range(rows[0], rows[0] + len(rows))):
-        return slice(rows[0], rows[0] + len(rows))
-    return rows
 
 
 def _rows(rows: Any, copy: bool, value: Any) -> Any:
