@@ -166,11 +166,6 @@ class DictArrays:
                 self.alive[i] = set(ob)
                 self.ended[i] = False
         batch = self._target(out, rows)
-        if out is not None and out.final_obs is not None \
-                and (self._final_filled or rows is not None):
-            _zero(out.final_obs, None if rows is None else row_index(rows))
-        if rows is None:
-            self._final_filled = False
         return self._fill(batch, obs, infos, actors, out is None, rows)
 
     def restart(self, rows: Sequence[int]) -> None:
@@ -188,10 +183,6 @@ class DictArrays:
         obs, rewards, terminateds, truncateds, infos = results
         batch = self._target(out, rows)
         final_rows = out.final_obs if out is not None else None
-        if final_rows is not None and (self._final_filled or rows is not None):
-            _zero(final_rows, None if rows is None else row_index(rows))
-        if rows is None:
-            self._final_filled = False
         slot, alive, ended = self.slot, self.alive, self.ended
         reward_rows, done_t, done_u = batch.rewards, batch.terminated, batch.truncated
         episode_t, episode_u = batch.episode_terminated, batch.episode_truncated
@@ -241,8 +232,9 @@ class DictArrays:
     # -- helpers ------------------------------------------------------------------
 
     def _target(self, out: Optional[ArrayBatch], rows: Optional[Sequence[int]]) -> ArrayBatch:
-        """``out`` cleared (zeros; masks all ones; only ``rows`` if given), or a new batch of
-        zeros."""
+        """``out`` cleared (zeros; masks all ones; only ``rows`` if given; its final
+        observations where an earlier call may have left some), or a new batch of zeros."""
+        filled, self._final_filled = self._final_filled, self._final_filled and rows is not None
         if out is None:
             n = self.num_envs if rows is None else len(rows)
             masks = {name: np.ones((n, len(self.groups[name]), size), np.int8)
@@ -255,6 +247,8 @@ class DictArrays:
                 episode_truncated=np.zeros(n, np.bool_), acting=self._zeros(np.bool_, n),
                 alive=self._zeros(np.bool_, n), action_mask=masks)
         where = slice(None) if rows is None else row_index(rows)
+        if out.final_obs is not None and (filled or rows is not None):
+            _zero(out.final_obs, where)
         for name in self.groups:
             _zero(out.obs[name], where)
             for arrays in (out.rewards, out.terminated, out.truncated, out.acting, out.alive):
@@ -391,14 +385,12 @@ def _zeros_of(leaves: Any, lead: tuple[int, ...]) -> Any:
     return {key: np.zeros(lead + shape, dtype) for key, shape, dtype in leaves}
 
 
-def _zero(target: Any, where: Any = None) -> None:
-    """Fill an array, or each array of a nested dict, with zeros (only the rows ``where``, a
-    :func:`row_index`, if given)."""
+def _zero(target: Any, where: Any) -> None:
+    """Zero the rows ``where`` (``slice(None)`` or a :func:`row_index`) of an array, or of each
+    array of a nested dict."""
     if isinstance(target, dict):
         for value in target.values():
             _zero(value, where)
-    elif where is None:
-        target.fill(0)
     else:
         target[where] = 0
 
