@@ -162,8 +162,10 @@ class WorkerCycle:
         except WorkerError as exc:
             self._failure = f"copy {exc.copy_index} (worker {exc.worker_index}) {exc.reason}"
             raise
-        for w, (status, payload) in replies:
-            what, rows, block = self._requests[w].popleft()
+        # every reply read here answers its worker's oldest request: take them all off the
+        # queues first, so that a copy's error does not wait out an answer read already
+        answered = [(self._requests[w].popleft(), reply) for w, reply in replies]
+        for (what, rows, block), (status, payload) in answered:
             if status != "ok":
                 error = self._pool.raised(payload, f"recv() ({what})")
                 self._book.broken = (f"copy {error.copy_index} raised {error.exception_type} "

@@ -198,6 +198,27 @@ def test_a_copy_that_raises_in_send_and_a_reset_that_starts_over(kind: str) -> N
         assert len(obs) == 4
 
 
+@pytest.mark.parametrize("array_face", [False, True], ids=["dicts", "arrays"])
+def test_a_copy_that_raises_beside_an_answer_already_in_raises_at_once(array_face: bool) -> None:
+    """Both workers have answered when recv() reads them (one reply says a copy raised): the
+    error comes at once, not after waiting for the other worker's answer, read already."""
+    fns = [_rps, functools.partial(RaisesAtStep, 1), _rps, _rps]
+    with AsyncVectorMultiAgentEnv(fns, num_workers=2, timeout=5.0, batch_size=4,
+                                  array_face=array_face) as envs:
+        if array_face:
+            envs.async_reset_arrays(seed=0)
+            ids = envs.recv_arrays().copy_ids
+            envs.send_arrays({"agents": np.zeros((4, 2), np.int64)}, ids)
+        else:
+            envs.async_reset(seed=0)
+            envs.send([BOTH] * 4, envs.recv().copy_ids)
+        time.sleep(1.0)  # both workers answer (in microseconds) before recv() reads them
+        with pytest.raises(WorkerError, match="boom in step 1"):
+            envs.recv_arrays() if array_face else envs.recv()
+        obs, _ = envs.reset(seed=0)  # the copies start over
+        assert len(obs) == 4
+
+
 def test_close_with_copies_running_leaves_no_process() -> None:
     envs = AsyncVectorMultiAgentEnv([functools.partial(Sleeps, 0.5)] * 2, num_workers=2,
                                     timeout=TIMEOUT, batch_size=1)
