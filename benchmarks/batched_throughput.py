@@ -22,7 +22,8 @@ order), so drifts of the machine's speed hit them alike:
   ``a`` a numpy int64 array ``(N, 4)``;
 * ``marlhub arrays torch``: the same made with ``as_torch=True``, the actions a
   torch tensor on the device, the arrays returned as the device's tensors;
-* ``marlhub to_torchrl``: ``to_torchrl(make_vec(...))`` stepped as ``torchrl VmasEnv``;
+* ``marlhub to_torchrl``: ``to_torchrl(make_vec(..., as_torch=True), device=...)``
+  stepped as ``torchrl VmasEnv`` (the simulator's tensors stay on its device);
 * ``marlhub dicts``: ``make_vec(...)`` stepped with its dict face, ``step(list)`` of one
   ``{agent: int}`` per copy (the lists are built before the timing);
 * ``one env per copy``: ``make_vec(..., vectorization_mode="sync")``, N VMAS envs of
@@ -174,7 +175,8 @@ def run_torchrl(job: Job) -> tuple[Step, Callable[[], None]]:
 def run_to_torchrl(job: Job) -> tuple[Step, Callable[[], None]]:
     from marlhub.adapters.torchrl import to_torchrl
 
-    env = to_torchrl(marlhub.make_vec(env_id(job), job.n, config(job)), device=job.device)
+    env = to_torchrl(marlhub.make_vec(env_id(job), job.n, config(job), as_torch=True),
+                     device=job.device)
     env.set_seed(job.seed)
     return torchrl_stepper(env, job)
 

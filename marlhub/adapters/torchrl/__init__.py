@@ -79,8 +79,9 @@ def to_torchrl(env: Any, *, group_map: Any = None, categorical_actions: bool = T
             (PettingZoo, OpenSpiel, Gymnasium envs go through the hub), or a
             marlhub vector env (``marlhub.make_vec(...)``: sync, async or batched),
             which becomes one ``EnvBase`` with ``batch_size=[num_envs]``
-            (``VectorTorchRLEnv``, ``vector_view.py``). A view :func:`to_torchrl`
-            made is returned as it is.
+            (``VectorTorchRLEnv``, ``vector_view.py``; a batched simulator made
+            with ``as_torch=True`` keeps its tensors on its device). A view
+            :func:`to_torchrl` made is returned as it is.
         group_map: how agents are grouped: a ``torchrl.envs.utils.MarlGroupMapType``
             (``ALL_IN_ONE_GROUP``: one group ``"agents"``; ``ONE_GROUP_PER_AGENT``:
             a group ``str(agent)`` each), a dict group name -> agent ids, or None:

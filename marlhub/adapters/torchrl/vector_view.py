@@ -17,6 +17,11 @@ for one hub env.
   ``reset(seed=s)`` (copy ``i`` seeded ``s + i``, or the batched simulator's own).
 * **Done**: an agent's flags turn True when it is done and stay so until its
   copy is reset; TorchRL resets done copies itself (``step_and_maybe_reset``).
+* **On a GPU**: a batched simulator made with ``as_torch=True`` keeps its
+  observations, rewards and actions on its device, as TorchRL's ``VmasEnv``
+  does (only the done flags and masks, which the vector env keeps in numpy,
+  cross). Made without it, every step goes through the host, which is slow on
+  a GPU; the view warns of that.
 
 Example:
     >>> import marlhub
@@ -31,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any, Optional
 
 import numpy as np
@@ -40,6 +46,7 @@ from marlhub.adapters.torchrl.layout import GroupSlot, Layout
 from marlhub.adapters.torchrl.rows import decode_rows, encode_rows
 from marlhub.adapters.torchrl.view import mask_action_spec
 from marlhub.core import AgentID
+from marlhub.errors import MarlhubWarning
 from marlhub.spaces import ACTION_MASK_KEY
 
 __all__ = ["VectorTorchRLEnvMixin", "is_vector_env", "vector_torchrl_env_class"]
@@ -96,8 +103,11 @@ class VectorTorchRLEnvMixin:
         self.full_observation_spec, self.full_action_spec, self.full_reward_spec, \
             self.full_done_spec = (spec.expand(num_envs, *spec.shape) for spec in specs)
         self._next_seed: Optional[int] = None
-        self._flags = {name: np.zeros((num_envs, len(members), 2), bool)
-                       for name, members in self.group_map.items()}
+        self._flags = {name: np.zeros((2, num_envs, len(members), 1), bool)  # terminated,
+                       for name, members in self.group_map.items()}  # truncated: contiguous
+        self._torch_face = bool(getattr(vector_env, "as_torch", False))
+        self._array_device: Any = None  # where the torch face's tensors are
+        _warn_of_the_host(vector_env, self._torch_face)
 
     # -- TorchRL's hooks ------------------------------------------------------------
 
@@ -113,13 +123,15 @@ class VectorTorchRLEnvMixin:
             batch = self.vector_env.reset_arrays(options={"reset_mask": mask})
             rows = mask
         for flags in self._flags.values():
-            flags[rows] = False
+            flags[:, rows] = False
         return self._output(batch, rewards=False)
 
     def _step(self, tensordict: Any) -> Any:
         actions = {}
         for name, group in self._layout.groups.items():
-            actions[name] = decode_rows(group.agents[0].action, tensordict.get((name, "action")))
+            action = decode_rows(group.agents[0].action, tensordict.get((name, "action")),
+                                 as_torch=self._torch_face)
+            actions[name] = action.to(self._array_device) if self._torch_face else action
         return self._output(self.vector_env.step_arrays(actions), rewards=True)
 
     def _set_seed(self, seed: Optional[int]) -> None:
@@ -145,17 +157,19 @@ class VectorTorchRLEnvMixin:
         from tensordict import TensorDict
 
         num_envs = self.vector_env.num_envs
+        if self._torch_face and self._array_device is None:
+            self._array_device = _first_leaf(batch.obs).device
         out: dict[str, Any] = {}
         for name, group in self._layout.groups.items():
             n = len(group.agents)
-            flags = self._flags[name]
-            flags[..., 0] |= np.asarray(batch.terminated[name], bool)
-            flags[..., 1] |= np.asarray(batch.truncated[name], bool)
+            terminated, truncated = self._flags[name]
+            terminated[..., 0] |= np.asarray(batch.terminated[name], bool)
+            truncated[..., 0] |= np.asarray(batch.truncated[name], bool)
             fields: dict[str, Any] = {
-                "observation": _tree(_observations(group, batch.obs[name])),
+                "observation": _tree(_observations(group, batch.obs[name], self._torch_face)),
                 "mask": _tensor(np.asarray(batch.acting[name], bool)),
-                "terminated": _tensor(flags[..., :1]), "truncated": _tensor(flags[..., 1:]),
-                "done": _tensor(flags.any(-1, keepdims=True)),
+                "terminated": _tensor(terminated.copy()), "truncated": _tensor(truncated.copy()),
+                "done": _tensor(terminated | truncated),
             }
             if group.agents[0].mask_size:
                 mask = batch.action_mask.get(name)
@@ -163,8 +177,7 @@ class VectorTorchRLEnvMixin:
                                                            .mask_size), bool) if mask is None
                                                   else np.asarray(mask).astype(bool))
             if rewards:
-                fields["reward"] = _tensor(np.asarray(to_numpy(batch.rewards[name]), np.float32)
-                                           .reshape(num_envs, n, 1))
+                fields["reward"] = _rewards(batch.rewards[name], (num_envs, n, 1))
             out[name] = TensorDict(fields, batch_size=(num_envs, n), device=self.device)
             if group.action_masks:
                 mask_action_spec(self, group, out[name].get(ACTION_MASK_KEY))
@@ -186,20 +199,50 @@ class VectorTorchRLEnvMixin:
                f"device={self.device})"
 
 
-def _observations(group: GroupSlot, obs: Any) -> Any:
+def _observations(group: GroupSlot, obs: Any, as_torch: bool) -> Any:
     """The group's observation arrays, as its slots' spec holds them (masks taken out)."""
     slot = group.agents[0]
     if slot.strip == "inner":
         obs = obs["observation"]
     elif slot.strip == "rest":
         obs = {k: v for k, v in obs.items() if k != ACTION_MASK_KEY}
-    return encode_rows(slot.observation, to_numpy(obs))
+    return encode_rows(slot.observation, obs if as_torch else to_numpy(obs))
+
+
+def _rewards(rewards: Any, shape: tuple[int, ...]) -> Any:
+    """A group's rewards as float32 ``(num_envs, n, 1)``: a tensor stays on its device."""
+    import torch
+
+    if hasattr(rewards, "detach"):
+        return rewards.detach().to(torch.float32).reshape(shape)
+    return _tensor(np.asarray(to_numpy(rewards), np.float32).reshape(shape))
 
 
 def _tensor(array: Any) -> Any:
+    """A tensor of ``array``: numpy is shared, not copied; a tensor is kept as it is."""
     import torch
 
+    if hasattr(array, "detach"):
+        return array
     return torch.from_numpy(np.ascontiguousarray(array))
+
+
+def _first_leaf(value: Any) -> Any:
+    while isinstance(value, dict):
+        value = next(iter(value.values()))
+    return value
+
+
+def _warn_of_the_host(vector_env: Any, as_torch: bool) -> None:
+    """Warn where a batched simulator on an accelerator gives its arrays as numpy."""
+    device = getattr(getattr(vector_env, "source", None), "device", None)
+    if as_torch or device is None or str(device).split(":")[0] == "cpu":
+        return
+    warnings.warn(
+        f"to_torchrl: {vector_env} runs on {device} and its array face gives numpy "
+        "arrays, so every step copies the batch to the host and back. Make it with "
+        f"marlhub.make_vec(..., as_torch=True) to keep the tensors on {device}.",
+        MarlhubWarning, stacklevel=4)
 
 
 def _tree(value: Any) -> Any:

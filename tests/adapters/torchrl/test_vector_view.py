@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 import pytest
 
 import marlhub
-from marlhub.errors import ConfigError
+from marlhub.errors import ConfigError, MarlhubWarning
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchrl")
@@ -20,6 +21,7 @@ from tests.vector.envs import no_worker_left_behind  # noqa: E402,F401 (autouse)
 
 SOURCES = [
     pytest.param("vmas/balance", {"max_steps": 3}, {}, id="batched-vmas"),
+    pytest.param("vmas/balance", {"max_steps": 3}, {"as_torch": True}, id="batched-vmas-torch"),
     pytest.param("traffic", {"max_steps": 6}, {}, id="sync-two-groups"),
     pytest.param("tic_tac_toe", None, {"vectorization_mode": "async", "num_workers": 2,
                                        "timeout": 60}, id="async-masks"),
@@ -98,3 +100,51 @@ def test_a_group_map_other_than_the_vector_envs_groups_is_refused() -> None:
     with pytest.raises(ConfigError, match="groups are those of its array face"):
         to_torchrl(vector, group_map={"all": ["car_0", "car_1", "car_2", "car_3", "light"]})
     vector.close()
+
+
+
+def test_a_torch_faced_batched_source_rolls_out_as_the_numpy_faced_one() -> None:
+    """``as_torch=True`` keeps the simulator's tensors; the rollout is the numpy face's."""
+    from tensordict import assert_close
+
+    config = {"max_steps": 4}
+    views = [to_torchrl(marlhub.make_vec("vmas/balance", 3, config, as_torch=as_torch))
+             for as_torch in (False, True)]
+    rollouts = []
+    for view in views:
+        view.set_seed(0)
+        torch.manual_seed(0)
+        rollouts.append(view.rollout(10, break_when_any_done=False))  # copies end and restart
+        view.close()
+    assert rollouts[0]["next", "done"].any()
+    assert_close(rollouts[0], rollouts[1])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_on_a_gpu_the_torch_face_never_goes_through_the_host() -> None:
+    vector = marlhub.make_vec("vmas/balance", 4, {"max_steps": 4, "device": "cuda"},
+                              as_torch=True)
+    env = to_torchrl(vector, device="cuda")
+    td = env.reset(seed=0)
+    simulators = vector._last.obs["agents"]
+    assert td["agents", "observation"].data_ptr() == simulators.data_ptr()  # the same tensor
+    td = env.step(env.rand_action(td))
+    assert td["next", "agents", "reward"].is_cuda
+    env.close()
+
+
+def test_a_numpy_face_on_an_accelerator_is_warned_of() -> None:
+    from types import SimpleNamespace
+
+    from marlhub.adapters.torchrl.vector_view import _warn_of_the_host
+
+    gpu_source = SimpleNamespace(source=SimpleNamespace(device="cuda:0"))
+    with pytest.warns(MarlhubWarning, match="runs on cuda:0 and its array face gives numpy "
+                      "arrays.*as_torch=True"):
+        _warn_of_the_host(gpu_source, as_torch=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_of_the_host(gpu_source, as_torch=True)
+        _warn_of_the_host(SimpleNamespace(source=SimpleNamespace(device="cpu")), as_torch=False)
+        _warn_of_the_host(SimpleNamespace(), as_torch=False)  # not batched
+        to_torchrl(marlhub.make_vec("vmas/balance", 2, {"max_steps": 2})).close()
