@@ -289,14 +289,14 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
         ep_t, ep_u = out.terminated, out.truncated
         ep_t[before] = False
         ep_u[before] = False
-        terminated, truncated = self._flag_arrays(), self._flag_arrays()
+        terminated, truncated = {}, {}
         for name in self.groups:
-            alive = ~self._done[name] & ~before[:, None]
-            own_t = _agent_flags(out.agent_terminated, name, alive.shape)
-            own_u = _agent_flags(out.agent_truncated, name, alive.shape)
-            terminated[name] = alive & (own_t | ep_t[:, None])
-            truncated[name] = alive & (own_u | ep_u[:, None]) & ~terminated[name]
-            self._done[name] |= terminated[name] | truncated[name]
+            alive = _alive(self._done[name], before)
+            terminated[name] = _ended(alive, out.agent_terminated, name, ep_t)
+            truncated[name] = _ended(alive, out.agent_truncated, name, ep_u)
+            truncated[name] &= ~terminated[name]
+            self._done[name] |= terminated[name]
+            self._done[name] |= truncated[name]
         rewards = out.rewards or {}
         if before.any():
             for value in rewards.values():
@@ -345,7 +345,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
     def _finish(self, batch: ArrayBatch) -> None:
         """Fill who acts and who is alive, masks of slots that do not act; keep the batch."""
         for name in self.groups:
-            alive = ~self._done[name] & ~self._ended[:, None]
+            alive = _alive(self._done[name], self._ended)
             batch.alive[name] = alive
             chooses = self._chooses.get(name)  # the source's: whose turn it is
             batch.acting[name] = alive & np.asarray(chooses, bool) if chooses is not None \
@@ -415,7 +415,23 @@ def _rows_from(current: dict[str, Any], fresh: Optional[dict[str, Any]],
     return merged
 
 
-def _agent_flags(flags: Optional[dict[str, Any]], name: str, shape: tuple[int, ...]) -> np.ndarray:
-    if flags is None or name not in flags:
-        return np.zeros(shape, np.bool_)
-    return np.asarray(flags[name]).reshape(shape).astype(bool)
+def _alive(done: np.ndarray, ended: np.ndarray) -> np.ndarray:
+    """``(num_envs, n)``: slots not done, in copies whose episode has not ended (a new array).
+
+    The masks are skipped where they hold no True: an ``(N, n)`` bool op with a
+    broadcast row costs about 0.6 ms at 65,536 copies, in every step of a batch.
+    """
+    alive = ~done
+    if ended.any():
+        alive &= ~ended[:, None]
+    return alive
+
+
+def _ended(alive: np.ndarray, flags: Optional[dict[str, Any]], name: str,
+           episode: np.ndarray) -> np.ndarray:
+    """Which ``alive`` slots end in this step: their own flag (``flags[name]``, where the
+    source gives one) or their copy's ``episode`` flag."""
+    ended = alive & episode[:, None] if episode.any() else np.zeros_like(alive)
+    if flags is not None and name in flags:
+        ended |= alive & np.asarray(flags[name]).reshape(alive.shape).astype(bool)
+    return ended

@@ -159,7 +159,7 @@ def _legal(space: gym.Space, values: np.ndarray, mask: Any) -> np.ndarray:
     if isinstance(space, gym.spaces.Discrete):
         start, size = int(space.start), int(space.n)
         index = values - start if start else values
-        ok = (index >= 0) & (index < size)
+        ok = _below(index, size)
         if mask is not None:  # each slot's mask entry at its action (its first where out of range)
             mask = np.ascontiguousarray(mask)
             width = mask.shape[-1]
@@ -177,6 +177,15 @@ def _legal(space: gym.Space, values: np.ndarray, mask: Any) -> np.ndarray:
             ok = (values >= space.low) & (values <= space.high)
         return np.asarray(ok.reshape(*lead, -1).all(-1))
     return np.ones(lead, bool)
+
+
+def _below(index: np.ndarray, size: int) -> np.ndarray:
+    """``0 <= index < size``, elementwise: one comparison for ints of 4 or 8 bytes, read as
+    unsigned (a negative index wraps to 2**31 or more, above any size)."""
+    kind, width = index.dtype.kind, index.dtype.itemsize
+    if kind == "i" and width >= 4:
+        return index.view(f"u{width}") < size
+    return (index >= 0) & (index < size)
 
 
 @functools.lru_cache(maxsize=64)

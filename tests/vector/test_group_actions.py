@@ -16,16 +16,19 @@ def _legal_slot(action: int, space: gym.spaces.Discrete, mask: np.ndarray) -> bo
     return 0 <= index < int(space.n) and bool(mask[index])
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(80))
 def test_each_slot_is_judged_as_alone(seed: int) -> None:
     """Random shapes, starts, mask dtypes, actions in and out of range, and masks that are
-    rows of a bigger block (as a worker's rows of shared memory): the first bad acting
-    slot is the one named, and a batch with none passes."""
+    rows of a bigger block (as a worker's rows of shared memory) or no masks, and action
+    dtypes of 1 to 8 bytes: the first bad acting slot is the one named, and a batch with
+    none passes."""
     rng = np.random.default_rng(seed)
     n, a, k = (int(x) for x in rng.integers(1, 6, 3))
     space = gym.spaces.Discrete(k, start=int(rng.integers(-2, 3)))
     block = (rng.random((2 * n, a, k)) < 0.6).astype(rng.choice([np.int8, np.bool_]))
     masks = block[::2] if seed % 2 else block[:n]
+    if seed % 5 == 4:
+        masks = np.ones_like(masks)  # as no masks: the check then reads none
     acting = rng.random((n, a)) < 0.7
     agents = [f"a{j}" for j in range(a)]
     check = GroupActions("Vec", n, {"agents": agents}, dict.fromkeys(agents, space))
@@ -36,11 +39,13 @@ def test_each_slot_is_judged_as_alone(seed: int) -> None:
                 legal = np.flatnonzero(masks[i, j])
                 acting[i, j] &= legal.size > 0
                 actions[i, j] = int(space.start) + int(rng.choice(legal)) if legal.size else 0
+    actions = actions.astype([np.int64, np.int32, np.int16, np.int8][seed // 4 % 4])
     bad = [(i, j) for i in range(n) for j in range(a)
            if acting[i, j] and not _legal_slot(int(actions[i, j]), space, masks[i, j])]
+    given = {} if seed % 5 == 4 else {"agents": masks}
     if not bad:
-        check.check({"agents": actions}, {"agents": acting}, {"agents": masks})
+        check.check({"agents": actions}, {"agents": acting}, given)
         return
     with pytest.raises(ActionError) as caught:
-        check.check({"agents": actions}, {"agents": acting}, {"agents": masks})
+        check.check({"agents": actions}, {"agents": acting}, given)
     assert (caught.value.copy_index, caught.value.agent_id) == (bad[0][0], agents[bad[0][1]])
