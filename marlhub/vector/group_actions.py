@@ -180,10 +180,12 @@ def _legal(space: gym.Space, values: np.ndarray, mask: Any) -> np.ndarray:
 
 
 def _below(index: np.ndarray, size: int) -> np.ndarray:
-    """``0 <= index < size``, elementwise: one comparison for ints of 4 or 8 bytes, read as
-    unsigned (a negative index wraps to 2**31 or more, above any size)."""
-    kind, width = index.dtype.kind, index.dtype.itemsize
-    if kind == "i" and width >= 4:
+    """``0 <= index < size``, elementwise: one comparison for native ints of 4 or 8 bytes,
+    read as unsigned (a negative index wraps to 2**31 or more, above any size they hold)."""
+    dtype = index.dtype
+    if dtype.kind == "i" and dtype.isnative and dtype.itemsize >= 4 \
+            and size <= 2 ** (8 * dtype.itemsize - 1):
+        width = dtype.itemsize
         return index.view(f"u{width}") < size
     return (index >= 0) & (index < size)
 

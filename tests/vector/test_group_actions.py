@@ -49,3 +49,20 @@ def test_each_slot_is_judged_as_alone(seed: int) -> None:
     with pytest.raises(ActionError) as caught:
         check.check({"agents": actions}, {"agents": acting}, given)
     assert (caught.value.copy_index, caught.value.agent_id) == (bad[0][0], agents[bad[0][1]])
+
+
+@pytest.mark.parametrize("dtype", [">i8", "<i8", ">i4", "<i4", "i2", "u1", "u8"])
+def test_an_action_below_the_range_is_refused_in_every_byte_order(dtype: str) -> None:
+    agents = ["a0", "a1"]
+    check = GroupActions("Vec", 2, {"agents": agents},
+                         dict.fromkeys(agents, gym.spaces.Discrete(3)))
+    acting = np.ones((2, 2), bool)
+    actions = np.array([[0, 2], [1, 0]], dtype=dtype)
+    check.check({"agents": actions}, {"agents": acting}, {})
+    actions[1, 1] = 3
+    if np.dtype(dtype).kind == "i":
+        actions[1, 0] = -1
+    with pytest.raises(ActionError) as caught:
+        check.check({"agents": actions}, {"agents": acting}, {})
+    assert (caught.value.copy_index, caught.value.agent_id) == (1, "a0" if np.dtype(dtype).kind
+                                                                 == "i" else "a1")

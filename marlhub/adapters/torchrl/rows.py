@@ -40,7 +40,7 @@ from marlhub.adapters.torchrl.specs import (
     MultiDiscreteCodec,
 )
 
-__all__ = ["decode_rows", "encode_rows"]
+__all__ = ["decode_rows", "encode_rows", "is_tensor"]
 
 
 def encode_rows(codec: Codec, values: Any) -> Any:
@@ -49,7 +49,7 @@ def encode_rows(codec: Codec, values: Any) -> Any:
         if codec.is_tuple:
             return {k: encode_rows(c, values[int(k)]) for k, c in codec.members.items()}
         return {k: encode_rows(c, values[k]) for k, c in codec.members.items()}
-    if _is_tensor(values):
+    if is_tensor(values):
         return _encode_tensor(codec, values)
     values = np.asarray(values)
     lead = values.shape[:2]
@@ -81,7 +81,7 @@ def decode_rows(codec: Codec, data: Any, *, as_torch: bool = False) -> Any:
         decoded = {k: decode_rows(c, data[k], as_torch=as_torch)
                    for k, c in codec.members.items()}
         return tuple(decoded.values()) if codec.is_tuple else decoded
-    if as_torch and _is_tensor(data):
+    if as_torch and is_tensor(data):
         return _decode_tensor(codec, data)
     array = data.detach().cpu().numpy() if hasattr(data, "detach") else np.asarray(data)
     lead = array.shape[:2]
@@ -102,7 +102,8 @@ def decode_rows(codec: Codec, data: Any, *, as_torch: bool = False) -> Any:
 
 # -- the same in torch, on the tensors' device ----------------------------------------------
 
-def _is_tensor(value: Any) -> bool:
+def is_tensor(value: Any) -> bool:
+    """Whether ``value`` is a torch tensor (never imports torch)."""
     return hasattr(value, "detach") and hasattr(value, "device")
 
 

@@ -43,7 +43,7 @@ import numpy as np
 
 from marlhub.adapters.batched import to_numpy
 from marlhub.adapters.torchrl.layout import GroupSlot, Layout
-from marlhub.adapters.torchrl.rows import decode_rows, encode_rows
+from marlhub.adapters.torchrl.rows import decode_rows, encode_rows, is_tensor
 from marlhub.adapters.torchrl.view import mask_action_spec
 from marlhub.core import AgentID
 from marlhub.errors import MarlhubWarning
@@ -105,9 +105,9 @@ class VectorTorchRLEnvMixin:
         self._next_seed: Optional[int] = None
         self._flags = {name: np.zeros((2, num_envs, len(members), 1), bool)  # terminated,
                        for name, members in self.group_map.items()}  # truncated: contiguous
-        self._torch_face = bool(getattr(vector_env, "as_torch", False))
-        self._array_device: Any = None  # where the torch face's tensors are
-        _warn_of_the_host(vector_env, self._torch_face)
+        self._as_torch = bool(getattr(vector_env, "as_torch", False))
+        self._array_device: Any = None  # where the array face's tensors are, if torch's
+        _warn_of_the_host(vector_env, self._as_torch)
 
     # -- TorchRL's hooks ------------------------------------------------------------
 
@@ -127,11 +127,11 @@ class VectorTorchRLEnvMixin:
         return self._output(batch, rewards=False)
 
     def _step(self, tensordict: Any) -> Any:
-        actions = {}
+        actions, device = {}, self._array_device
         for name, group in self._layout.groups.items():
             action = decode_rows(group.agents[0].action, tensordict.get((name, "action")),
-                                 as_torch=self._torch_face)
-            actions[name] = action.to(self._array_device) if self._torch_face else action
+                                 as_torch=device is not None)
+            actions[name] = action if device is None else _to_device(action, device)
         return self._output(self.vector_env.step_arrays(actions), rewards=True)
 
     def _set_seed(self, seed: Optional[int]) -> None:
@@ -157,8 +157,10 @@ class VectorTorchRLEnvMixin:
         from tensordict import TensorDict
 
         num_envs = self.vector_env.num_envs
-        if self._torch_face and self._array_device is None:
-            self._array_device = _first_leaf(batch.obs).device
+        if self._as_torch and self._array_device is None:
+            leaf = _first_leaf(batch.obs)  # torch's, or a source's own arrays kept as they are
+            self._array_device = leaf.device if is_tensor(leaf) else None
+        as_torch = self._array_device is not None
         out: dict[str, Any] = {}
         for name, group in self._layout.groups.items():
             n = len(group.agents)
@@ -166,7 +168,7 @@ class VectorTorchRLEnvMixin:
             terminated[..., 0] |= np.asarray(batch.terminated[name], bool)
             truncated[..., 0] |= np.asarray(batch.truncated[name], bool)
             fields: dict[str, Any] = {
-                "observation": _tree(_observations(group, batch.obs[name], self._torch_face)),
+                "observation": _tree(_observations(group, batch.obs[name], as_torch)),
                 "mask": _tensor(np.asarray(batch.acting[name], bool)),
                 "terminated": _tensor(terminated.copy()), "truncated": _tensor(truncated.copy()),
                 "done": _tensor(terminated | truncated),
@@ -213,7 +215,7 @@ def _rewards(rewards: Any, shape: tuple[int, ...]) -> Any:
     """A group's rewards as float32 ``(num_envs, n, 1)``: a tensor stays on its device."""
     import torch
 
-    if hasattr(rewards, "detach"):
+    if is_tensor(rewards):
         return rewards.detach().to(torch.float32).reshape(shape)
     return _tensor(np.asarray(to_numpy(rewards), np.float32).reshape(shape))
 
@@ -222,7 +224,7 @@ def _tensor(array: Any) -> Any:
     """A tensor of ``array``: numpy is shared, not copied; a tensor is kept as it is."""
     import torch
 
-    if hasattr(array, "detach"):
+    if is_tensor(array):
         return array
     return torch.from_numpy(np.ascontiguousarray(array))
 
@@ -231,6 +233,15 @@ def _first_leaf(value: Any) -> Any:
     while isinstance(value, dict):
         value = next(iter(value.values()))
     return value
+
+
+def _to_device(value: Any, device: Any) -> Any:
+    """Decoded actions (a tensor, or a dict or tuple of them) moved to ``device``."""
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_to_device(v, device) for v in value)
+    return value.to(device)
 
 
 def _warn_of_the_host(vector_env: Any, as_torch: bool) -> None:

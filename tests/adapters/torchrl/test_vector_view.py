@@ -103,13 +103,27 @@ def test_a_group_map_other_than_the_vector_envs_groups_is_refused() -> None:
 
 
 
-def test_a_torch_faced_batched_source_rolls_out_as_the_numpy_faced_one() -> None:
-    """``as_torch=True`` keeps the simulator's tensors; the rollout is the numpy face's."""
+def _vmas_through_torchrl(as_torch: bool) -> Any:
+    """VMAS's balance read through TorchRL's VmasEnv: a source that gives numpy arrays."""
+    from torchrl.envs.libs.vmas import VmasEnv
+
+    from marlhub.vector import BatchedVectorEnv
+
+    source = from_torchrl(VmasEnv("balance", num_envs=3, max_steps=4), through_vmas=False).source
+    return BatchedVectorEnv(source, as_torch=as_torch)
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda as_torch: marlhub.make_vec("vmas/balance", 3, {"max_steps": 4},
+                                                   as_torch=as_torch), id="torch-arrays"),
+    pytest.param(_vmas_through_torchrl, id="numpy-arrays-kept"),
+])
+def test_a_torch_faced_batched_source_rolls_out_as_the_numpy_faced_one(make: Any) -> None:
+    """``as_torch=True`` keeps the simulator's tensors (or a source's numpy arrays, which
+    then go through numpy); the rollout is the numpy face's."""
     from tensordict import assert_close
 
-    config = {"max_steps": 4}
-    views = [to_torchrl(marlhub.make_vec("vmas/balance", 3, config, as_torch=as_torch))
-             for as_torch in (False, True)]
+    views = [to_torchrl(make(as_torch)) for as_torch in (False, True)]
     rollouts = []
     for view in views:
         view.set_seed(0)
