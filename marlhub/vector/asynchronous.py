@@ -113,7 +113,9 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
             call, in one block (``recv_arrays``: views of the rows it returns where they
             are one run, valid until those copies are sent again).
         context: the ``multiprocessing`` start method (``"fork"``, ``"spawn"``,
-            ``"forkserver"``); None for the platform's default.
+            ``"forkserver"``); None for the platform's default. A worker runs torch on
+            one thread where the parent had imported it (forked, torch's thread pool
+            is not there; see :mod:`marlhub.vector.worker`).
         daemon: start the workers as daemons (they cannot start processes then).
         autoreset_mode: ``"next_step"`` (default), ``"same_step"`` or ``"disabled"``.
         timeout: seconds to wait for the workers in each call (None: no limit; a dead

@@ -17,7 +17,9 @@ into the block the request names (:class:`~marlhub.vector.shared.SharedObs`);
 the rest is pickled.
 
 A worker ignores Ctrl-C (the parent handles it and closes the workers) and
-leaves when its parent is gone, so it never outlives it.
+leaves when its parent is gone, so it never outlives it. Where the parent had
+imported torch, a worker runs torch on one thread: forked, it has torch's
+thread pool without its threads.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -79,6 +82,7 @@ def worker_main(worker_index: int, first_copy: int, env_fns: bytes, conn: Connec
             (:data:`SPIN_SECONDS` where every worker and the parent have a core, else 0).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _one_torch_thread()
     copies: list[EnvCopy] = []
     try:
         fns: Sequence[Callable[[], Any]] = cloudpickle.loads(env_fns)
@@ -96,6 +100,20 @@ def worker_main(worker_index: int, first_copy: int, env_fns: bytes, conn: Connec
         _serve(conn, copies, first_copy, shared, parent_pid, arrays, spin_seconds)
     finally:
         _close_all(copies)
+
+
+def _one_torch_thread() -> None:
+    """Run torch on one thread in this worker, where the parent has imported torch.
+
+    A worker forked from a parent whose torch ran ops on its thread pool inherits the
+    pool's state without its threads, and the first parallel op blocks for ever (GNU
+    OpenMP is not fork-safe): a VMAS copy then never finished building. PyTorch's own
+    ``DataLoader`` workers do the same; with one worker per core, one thread each is
+    also what the cores give.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
 
 
 def _serve(conn: Connection, copies: list[EnvCopy], first_copy: int,
