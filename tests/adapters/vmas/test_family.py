@@ -103,6 +103,28 @@ def test_known_faults_are_vmas_own(scenario: str) -> None:
     assert seen[0] != seen[1]
 
 
+def test_road_traffic_pays_a_new_episode_by_the_action_before_its_reset() -> None:
+    """The same seed and the same actions after reset(seed=0), and another first reward when
+    the step before the reset had another action, in VMAS alone: so a batch, which steps a
+    copy that ended with zero actions, cannot agree with TorchRL's driver step by step."""
+    import torch
+
+    from marlhub.contract.rules import EQUIV_TRAJECTORY
+
+    assert EQUIV_TRAJECTORY in VmasFamily().known_faults("road_traffic")
+    assert EQUIV_TRAJECTORY not in VmasFamily().known_faults("balance")
+
+    def first_reward(before_reset: float) -> float:
+        env = vmas.make_env("road_traffic", num_envs=1, seed=0)
+        env.reset(seed=0)
+        for value in (0.2, 0.2, before_reset):
+            env.step([torch.full((1, 2), value) for _ in env.agents])
+        env.reset(seed=0)
+        return float(env.step([torch.full((1, 2), 0.2) for _ in env.agents])[1][0][0])
+
+    assert first_reward(0.0) != first_reward(0.5)  # the day VMAS fixes it, drop the fault
+
+
 def test_stale_reset_infos_are_vmas_own() -> None:
     """A later reset(seed=0) hands back the last step's reward terms, in VMAS alone."""
     import torch
