@@ -102,7 +102,6 @@ def test_a_group_map_other_than_the_vector_envs_groups_is_refused() -> None:
     vector.close()
 
 
-
 def _vmas_through_torchrl(as_torch: bool) -> Any:
     """VMAS's balance read through TorchRL's VmasEnv: a source that gives numpy arrays."""
     from torchrl.envs.libs.vmas import VmasEnv
