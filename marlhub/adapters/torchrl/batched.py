@@ -116,7 +116,7 @@ class TorchRLBatch:
             td = self.torchrl_env.reset(td.clone().set("_reset", done.reshape(
                 self.num_envs, 1).clone()))
         for name, group in self._layout.groups.items():
-            encoded = encode_rows(group.codecs[0][1], np.asarray(actions[name]))
+            encoded = encode_rows(group.codecs[0][1], actions[name])  # torch stays on its device
             td.set(self._layout.action_keys[name], torch.as_tensor(encoded, device=self.device))
         out = self.torchrl_env.step(td)
         self._td = step_mdp(out)

@@ -20,6 +20,8 @@ import pytest
 pytest.importorskip("torchrl")
 vmas = pytest.importorskip("vmas")
 pettingzoo = pytest.importorskip("pettingzoo")
+
+import torch  # noqa: E402
 from torchrl.envs.libs.gym import GymEnv  # noqa: E402
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper  # noqa: E402
 from torchrl.envs.libs.vmas import VmasEnv  # noqa: E402
@@ -227,3 +229,24 @@ def test_make_and_to_hub_reach_it() -> None:
                           to="pettingzoo.parallel")
     obs, _ = aec.reset(seed=0)
     assert sorted(obs) == ["player_0", "player_1"]
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device"))])
+def test_a_batched_torchrl_env_takes_torch_actions_on_its_device(device: str) -> None:
+    """Through TorchRL's own step (not VMAS's), torch actions on the env's device step the
+    copies as the same numpy actions do."""
+    def make() -> Any:
+        return from_torchrl(VmasEnv("balance", num_envs=3, max_steps=4, device=device),
+                            through_vmas=False)
+
+    with make() as envs, make() as twin:
+        envs.reset_arrays(seed=0)
+        twin.reset_arrays(seed=0)
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            actions = rng.uniform(-1, 1, (3, 3, 2)).astype(np.float32)
+            ours = envs.step_arrays({"agents": torch.as_tensor(actions, device=device)})
+            theirs = twin.step_arrays({"agents": actions})
+            assert np.array_equal(ours.obs["agents"], theirs.obs["agents"])
+            assert np.array_equal(ours.rewards["agents"], theirs.rewards["agents"])
