@@ -11,6 +11,10 @@ drifts of the machine's speed hit them alike:
   episode's end resets the copy, so short episodes cost one call more);
 * ``sync same_step``: the same with ``autoreset_mode="same_step"``, which resets
   in the ending call as the serial loop does;
+* ``hand-rolled sync``: the ceiling of ``sync``, the same lists of dicts written by hand
+  (:class:`HandRolledSync`): a loop over the ``N`` hub envs stepped inside
+  ``actions_prechecked``, ``next_step`` autoreset, and nothing else: no check of the
+  actions before the copies move, no copy book, no errors that name the copy;
 * ``async``: ``marlhub.make_vec(id, N, vectorization_mode="async")`` with
   ``min(N, --workers)`` worker processes;
 * ``async copy=False``: the same returning views of the shared block instead of
@@ -100,6 +104,7 @@ from hand_rolled_arrays import fits, run_hand_rolled  # noqa: E402
 
 import marlhub  # noqa: E402
 from marlhub.envs import RockPaperScissors  # noqa: E402
+from marlhub.episode.prechecked import actions_prechecked  # noqa: E402
 from marlhub.registry.vector import env_fns_for  # noqa: E402
 from marlhub.spaces import raw_action_mask  # noqa: E402
 from marlhub.vector import AsyncVectorMultiAgentEnv, SyncVectorMultiAgentEnv  # noqa: E402
@@ -305,6 +310,50 @@ def run_sync(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> 
     """``make_vec(id, n)``: the sync vector env."""
     with SyncVectorMultiAgentEnv(env_fns(spec, n), env_id=spec.env_id) as venv:
         return drive_vector(venv, seconds, seed)
+
+
+class HandRolledSync:
+    """``hand-rolled sync``: the five lists of ``sync`` (``next_step`` autoreset) made by a
+    bare loop over the copies, with none of the vector env's checks or bookkeeping: what a
+    sync vector env of lists of dicts costs at the least."""
+
+    metadata = {"autoreset_mode": "next_step"}
+
+    def __init__(self, fns: list[Callable[[], Any]]) -> None:
+        self.envs = [fn() for fn in fns]
+        self.ended = [False] * len(self.envs)
+
+    def reset(self, seed: int) -> tuple[list[Any], list[Any]]:
+        pairs = [env.reset(seed=seed + i) for i, env in enumerate(self.envs)]
+        self.ended = [False] * len(self.envs)
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    def step(self, actions: list[Any]) -> tuple[list[Any], ...]:
+        results = []
+        ended = self.ended
+        with actions_prechecked():
+            for i, env in enumerate(self.envs):
+                if ended[i]:
+                    obs, infos = env.reset()
+                    ended[i] = False
+                    results.append((obs, {}, {"__all__": False}, {"__all__": False}, infos))
+                    continue
+                result = env.step(actions[i])
+                ended[i] = result[2]["__all__"] or result[3]["__all__"]
+                results.append(result)
+        obs, rewards, terminateds, truncateds, infos = map(list, zip(*results))
+        return obs, rewards, terminateds, truncateds, infos
+
+
+def run_hand_rolled_sync(spec: EnvSpec, n: int, seconds: float, seed: int,
+                         workers: int) -> float:
+    """``hand-rolled sync``: the ceiling of ``sync`` (see :class:`HandRolledSync`)."""
+    venv = HandRolledSync(env_fns(spec, n))
+    try:
+        return drive_vector(venv, seconds, seed)
+    finally:
+        for env in venv.envs:
+            env.close()
 
 
 def run_sync_same_step(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
@@ -514,6 +563,7 @@ def contestants_for(spec: EnvSpec) -> tuple[dict[str, Callable[..., float]], lis
                 "async recv/send": run_recv_send, "async arrays": run_async_arrays,
                 "arrays recv/send": run_arrays_recv_send, "serial split": run_split}, []
     runners.update({"serial": run_serial, "sync": run_sync, "sync same_step": run_sync_same_step,
+                    "hand-rolled sync": run_hand_rolled_sync,
                     "async": run_async,
                     "async copy=False": functools.partial(run_async, copy=False),
                     "async recv/send": run_recv_send,

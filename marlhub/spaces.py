@@ -78,11 +78,14 @@ def raw_action_mask(observation: Any, info: Optional[Mapping[str, Any]] = None) 
         >>> raw_action_mask(0, {"action_mask": (1, 1)})
         (1, 1)
     """
-    if type(observation) is dict or isinstance(observation, Mapping):
+    # The type tests first: an array or a dict is the usual case, and isinstance() of an
+    # abstract class costs more than the look-up itself.
+    if type(observation) is dict or (type(observation) is not np.ndarray
+                                     and isinstance(observation, Mapping)):
         mask = observation.get(ACTION_MASK_KEY)
         if mask is not None:
             return mask
-    if isinstance(info, Mapping):
+    if type(info) is dict or isinstance(info, Mapping):
         return info.get(ACTION_MASK_KEY)
     return None
 

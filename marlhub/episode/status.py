@@ -103,7 +103,8 @@ def flag(table: Mapping[Any, Any], key: Any) -> bool:
         >>> flag({"a": True}, "a"), flag({}, "a")
         (True, False)
     """
-    return truthy(table.get(key, False))
+    value = table.get(key, False)
+    return value if type(value) is bool else truthy(value)
 
 
 def episode_over(terminateds: Mapping[Any, Any], truncateds: Mapping[Any, Any]) -> bool:

@@ -139,28 +139,20 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
             self._check_open()
         self._cycle.check_idle("step()")
         actions = self._book.check_actions(actions)
-        obs: list[Any] = []
-        rewards: list[Any] = []
-        terminateds: list[Any] = []
-        truncateds: list[Any] = []
-        infos: list[Any] = []
-        overs = []
+        copies = self._copies
+        results: list[tuple[Any, ...]] = []
+        append = results.append
         i = 0
         try:
             with actions_prechecked():  # checked above: the copies do not check them again
                 self._before_steps(range(self.num_envs), actions)
-                for i, env_copy in enumerate(self._copies):
-                    ob, reward, terminated, truncated, info = env_copy.step(actions[i])
-                    obs.append(ob)
-                    rewards.append(reward)
-                    terminateds.append(terminated)
-                    truncateds.append(truncated)
-                    infos.append(info)
-                    overs.append(env_copy.over)
+                for i, env_copy in enumerate(copies):
+                    append(env_copy.step(actions[i]))
         except Exception as exc:
             self._broke(i, "step", exc)
             raise
-        self._book.record_step(zip(obs, rewards, terminateds, truncateds, infos), overs)
+        self._book.record_step(results, [env_copy.over for env_copy in copies])
+        obs, rewards, terminateds, truncateds, infos = map(list, zip(*results))
         return (deepcopy(obs) if self.copy else obs), rewards, terminateds, truncateds, infos
 
     def _before_steps(self, rows: Sequence[int], actions: Sequence[Any]) -> None:
