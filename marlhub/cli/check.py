@@ -83,7 +83,8 @@ def add_check_command(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=positive_int, default=1, metavar="N",
                         help="check targets in N worker processes (default: 1)")
     parser.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="S",
-                        help=f"seconds per target (default: {DEFAULT_TIMEOUT:g})")
+                        help=f"seconds per target, and as many again for its --vector check "
+                        f"(default: {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--vector", type=positive_int, default=0, metavar="N",
                         help="also check that a vector env of N copies (sync and async, every "
                         "autoreset mode) returns, copy by copy, what N separate envs return")
@@ -180,7 +181,8 @@ def _vector_outcomes(args: argparse.Namespace, reports: list[Any]) -> list[Outco
         return []
     found = check_vector_targets([r.target for r in reports], args.vector, seed=args.seed,
                                  episodes=args.episodes, max_steps=args.max_steps,
-                                 timeout=args.timeout, config=args.config)
+                                 timeout=args.timeout, config=args.config,
+                                 limit=args.timeout)
     outcomes = [Outcome(report.target, report=report) for report in found]
     for outcome in outcomes:
         _print_outcome(outcome, quiet=args.quiet, skipped=False)

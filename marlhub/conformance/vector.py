@@ -36,11 +36,17 @@ from typing import Any, Optional
 import numpy as np
 
 from marlhub.conformance.batched_vector import check_batched
+from marlhub.conformance.calls import EnvTimeout, time_limit
 from marlhub.conformance.known_faults import mark_known_faults
 from marlhub.conformance.report import Finding, Report
 from marlhub.conformance.targets import is_registry_id, resolve_target
 from marlhub.contract.compare import why_different
-from marlhub.contract.rules import ENV_RAISED, VECTOR_EQUIV, VECTOR_RESET_INFOS
+from marlhub.contract.rules import (
+    ENV_RAISED,
+    ENV_TIMEOUT,
+    VECTOR_EQUIV,
+    VECTOR_RESET_INFOS,
+)
 from marlhub.core import ALL
 from marlhub.episode.play import action_space_getter, random_actions
 from marlhub.episode.status import actors_of, episode_over, flag
@@ -167,21 +173,34 @@ def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int
 def check_vector_targets(targets: Sequence[str], num_envs: int, *, seed: int = 0,
                          episodes: int = 20, max_steps: int = 1000,
                          timeout: Optional[float] = 120.0,
-                         config: Optional[Mapping[str, Any]] = None) -> list[Report]:
+                         config: Optional[Mapping[str, Any]] = None,
+                         limit: Optional[float] = None) -> list[Report]:
     """Run :func:`check_vector` on each target (``marlhub check --vector N``).
 
     ``episodes`` counts episodes per mode pair, over all copies: each copy plays
     ``ceil(episodes / num_envs)``. A target whose vector env cannot even be built
-    gets a report with the ``env.raised`` finding.
+    gets a report with the ``env.raised`` finding. ``timeout``: the async env's wait for
+    its workers in each call; ``limit``: seconds one target's check may take in all (in the
+    main thread on POSIX, as the main check's limit), after which it stops, closes its
+    vector envs and gets the ``env.timeout`` finding.
     """
     reports = []
     for target in targets:
+        label = f"{target} --vector {num_envs}"
+        start = time.perf_counter()
         try:
-            reports.append(check_vector(target, num_envs, seed=seed, max_steps=max_steps,
-                                        episodes=-(-episodes // num_envs), timeout=timeout,
-                                        config=config))
+            with time_limit(limit):
+                reports.append(check_vector(target, num_envs, seed=seed, max_steps=max_steps,
+                                            episodes=-(-episodes // num_envs),
+                                            timeout=timeout, config=config))
+        except EnvTimeout:
+            reports.append(Report(label, seconds=time.perf_counter() - start, findings=[Finding(
+                ENV_TIMEOUT, "error", f"the vector check of {target!r} ({num_envs} copies, "
+                f"sync and async in every autoreset mode) took longer than its {limit:g}s "
+                "limit and was stopped. Give it more time with --timeout S, or less work with "
+                "fewer --episodes or a lower --max-steps.")]))
         except Exception as exc:  # the target loaded for the main check, but not as copies
-            reports.append(Report(f"{target} --vector {num_envs}", findings=[Finding(
+            reports.append(Report(label, findings=[Finding(
                 ENV_RAISED, "error", f"making a vector env of {num_envs} copies raised "
                 f"{type(exc).__name__}: {exc}")]))
     return reports

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import itertools
 import json
+import multiprocessing
+import os
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from marlhub.cli import main
-from marlhub.conformance.vector import check_vector, vector_env_fns
-from marlhub.contract.rules import ENV_RAISED, VECTOR_EQUIV
+from marlhub.conformance.vector import (
+    check_vector,
+    check_vector_targets,
+    vector_env_fns,
+)
+from marlhub.contract.rules import ENV_RAISED, ENV_TIMEOUT, VECTOR_EQUIV
 from marlhub.envs import RockPaperScissors, Traffic
 from marlhub.errors import TargetError
 from tests.conformance.valid_envs import VALID_ENVS
@@ -52,6 +59,29 @@ def test_a_copy_that_differs_from_its_separate_twin_is_found() -> None:
     assert "separately made env seeded 0 + 0" in finding.message
 
 
+class _SlowInWorkers(RockPaperScissors):
+    """Quick in the test's process, 50 ms a step in any other (the async env's workers)."""
+
+    parent = os.getpid()
+
+    def step(self, action_dict: Any) -> Any:
+        if os.getpid() != self.parent:
+            time.sleep(0.05)
+        return super().step(action_dict)
+
+
+def test_a_vector_check_past_its_limit_stops_and_says_so() -> None:
+    # `marlhub check --vector N --timeout S` passes S as the limit; it used to bind only the
+    # async env's wait for each call, and a slow target's vector check ran on unbounded.
+    start = time.perf_counter()
+    (report,) = check_vector_targets([_SlowInWorkers], 2, episodes=40, timeout=60, limit=3.0)
+    assert time.perf_counter() - start < 20
+    assert report.rules_broken() == [ENV_TIMEOUT], str(report)
+    assert "took longer than its 3s limit" in report.findings[0].message
+    assert report.target.endswith(" --vector 2")
+    assert multiprocessing.active_children() == []  # the async env's workers are gone
+
+
 def test_a_vector_env_that_cannot_be_made_is_a_finding() -> None:
     def broken() -> Any:
         raise RuntimeError("no env today")
@@ -85,3 +115,14 @@ def test_the_native_envs_known_faults_are_marked_in_the_vector_check_too() -> No
     assert report.ok and not report.errors
     assert report.warnings and all(f.message.startswith("Known fault of the native env")
                                    for f in report.warnings)
+
+
+def test_the_cli_timeout_binds_the_vector_check_too(capsys: pytest.CaptureFixture[str]) -> None:
+    start = time.perf_counter()
+    code = main(["check", "tests.conformance.test_vector:_SlowInWorkers", "--episodes", "40",
+                 "--vector", "2", "--timeout", "3"])
+    printed = capsys.readouterr().out
+    assert time.perf_counter() - start < 30
+    assert code == 1, printed
+    assert "PASS tests.conformance.test_vector:_SlowInWorkers:" in printed  # the main check
+    assert "env.timeout" in printed and "took longer than its 3s limit" in printed
