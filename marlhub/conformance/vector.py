@@ -248,11 +248,16 @@ class _Comparison:
         self.serial: list[Any] = []
         self.vector: Any = None
         self.vector = make_vector()
-        # A batched simulator compiled apart from one copy may round its floats otherwise.
-        self.tol = float(getattr(getattr(self.vector, "source", None), "tolerance", 0.0))
-        self.serial = [fn() for fn in env_fns]
-        self.samplers = [ActionSampler(seed + i) for i in range(self.n)]
-        self.space_of = [action_space_getter(env) for env in self.serial]
+        try:
+            # A batched simulator compiled apart from one copy may round its floats otherwise.
+            self.tol = float(getattr(getattr(self.vector, "source", None), "tolerance", 0.0))
+            for fn in env_fns:
+                self.serial.append(fn())
+            self.samplers = [ActionSampler(seed + i) for i in range(self.n)]
+            self.space_of = [action_space_getter(env) for env in self.serial]
+        except BaseException:  # a twin that cannot be made, or the time limit: no workers left
+            self.close()
+            raise
 
     def play(self, episodes: int, max_steps: int) -> list[Finding]:
         """Play until every copy finished ``episodes`` episodes or ``max_steps`` steps pass."""
