@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import multiprocessing
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -60,12 +59,11 @@ def test_a_copy_that_differs_from_its_separate_twin_is_found() -> None:
 
 
 class _SlowInWorkers(RockPaperScissors):
-    """Quick in the test's process, 50 ms a step in any other (the async env's workers)."""
-
-    parent = os.getpid()
+    """Quick in the test's process, 50 ms a step in the async env's workers, forked or
+    spawned (importing torchrl makes "spawn" the default start method)."""
 
     def step(self, action_dict: Any) -> Any:
-        if os.getpid() != self.parent:
+        if multiprocessing.parent_process() is not None:
             time.sleep(0.05)
         return super().step(action_dict)
 
