@@ -15,6 +15,10 @@ drifts of the machine's speed hit them alike:
   (:class:`HandRolledSync`): a loop over the ``N`` hub envs stepped inside
   ``actions_prechecked``, ``next_step`` autoreset, and nothing else: no check of the
   actions before the copies move, no copy book, no errors that name the copy;
+* ``hand-rolled sync, checked``: the same loop with the one thing ``sync`` must do beyond
+  it (:class:`HandRolledCheckedSync`): each copy's action dict checked before any copy
+  moves (the actors' keys, each action in its space and mask), written by hand for the
+  envs here with a bare ``ValueError``: the ceiling of ``sync`` doing the same work;
 * ``async``: ``marlhub.make_vec(id, N, vectorization_mode="async")`` with
   ``min(N, --workers)`` worker processes;
 * ``async copy=False``: the same returning views of the shared block instead of
@@ -95,6 +99,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
+import gymnasium as gym
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -345,10 +350,60 @@ class HandRolledSync:
         return obs, rewards, terminateds, truncateds, infos
 
 
+class HandRolledCheckedSync(HandRolledSync):
+    """``hand-rolled sync, checked``: :class:`HandRolledSync` plus the one thing ``sync`` must
+    do beyond it: every copy's action dict checked before any copy moves (the actors' keys,
+    each action in its space and mask), written by hand for the envs here, with a bare
+    ``ValueError``. The ceiling of ``sync`` doing the same work."""
+
+    def __init__(self, fns: list[Callable[[], Any]]) -> None:
+        super().__init__(fns)
+        self.spaces = [{a: env.get_action_space(a) for a in env.possible_agents}
+                       for env in self.envs]
+        self.last: list[tuple[Any, Any, list[Any]]] = []  # each copy's obs, infos, actors
+
+    def reset(self, seed: int) -> tuple[list[Any], list[Any]]:
+        obs, infos = super().reset(seed)
+        self.last = [(ob, info, list(ob)) for ob, info in zip(obs, infos)]
+        return obs, infos
+
+    def check(self, actions: list[Any]) -> None:
+        ended, last, all_spaces = self.ended, self.last, self.spaces
+        for i, action_dict in enumerate(actions):
+            if ended[i]:  # reset in this call, its action dict ignored
+                continue
+            obs, infos, actors = last[i]
+            if list(action_dict) != actors and sorted(action_dict) != sorted(actors):
+                raise ValueError(f"copy {i}: actions for {list(action_dict)}, not {actors}")
+            spaces = all_spaces[i]
+            for agent, action in action_dict.items():
+                space = spaces[agent]
+                if type(space) is gym.spaces.Discrete:
+                    ob = obs[agent]
+                    mask = ob.get("action_mask") if type(ob) is dict else \
+                        (infos.get(agent) or {}).get("action_mask")
+                    index = action - space.start if type(action) is int else -1
+                    if 0 <= index < space.n and (mask is None or mask[index]):
+                        continue
+                elif space.contains(action):
+                    continue
+                raise ValueError(f"copy {i}: bad action {action!r} for {agent!r}")
+
+    def step(self, actions: list[Any]) -> tuple[list[Any], ...]:
+        self.check(actions)
+        result = super().step(actions)
+        obs, _, terminateds, truncateds, infos = result
+        self.last = [(ob, info, list(ob) if len(t) == 1 and len(u) == 1 else
+                      [a for a in ob if not (t.get(a) or u.get(a))])
+                     for ob, t, u, info in zip(obs, terminateds, truncateds, infos)]
+        return result
+
+
 def run_hand_rolled_sync(spec: EnvSpec, n: int, seconds: float, seed: int,
-                         workers: int) -> float:
-    """``hand-rolled sync``: the ceiling of ``sync`` (see :class:`HandRolledSync`)."""
-    venv = HandRolledSync(env_fns(spec, n))
+                         workers: int, *, checked: bool = False) -> float:
+    """``hand-rolled sync``: the ceiling of ``sync`` (see :class:`HandRolledSync`); with
+    ``checked``, of ``sync`` doing the same work (:class:`HandRolledCheckedSync`)."""
+    venv = (HandRolledCheckedSync if checked else HandRolledSync)(env_fns(spec, n))
     try:
         return drive_vector(venv, seconds, seed)
     finally:
@@ -564,6 +619,8 @@ def contestants_for(spec: EnvSpec) -> tuple[dict[str, Callable[..., float]], lis
                 "arrays recv/send": run_arrays_recv_send, "serial split": run_split}, []
     runners.update({"serial": run_serial, "sync": run_sync, "sync same_step": run_sync_same_step,
                     "hand-rolled sync": run_hand_rolled_sync,
+                    "hand-rolled sync, checked": functools.partial(run_hand_rolled_sync,
+                                                                   checked=True),
                     "async": run_async,
                     "async copy=False": functools.partial(run_async, copy=False),
                     "async recv/send": run_recv_send,

@@ -29,11 +29,13 @@ def test_the_hand_rolled_ceiling_runs_beside_the_array_face(
     pytest.importorskip("pyspiel")
     benchmark = _load("vector_throughput")
     assert benchmark.main(["--quick", "--envs", "kuhn_poker", "tic_tac_toe", "--contestants",
-                           "async arrays", "hand-rolled arrays"]) == 0
+                           "async arrays", "hand-rolled arrays",
+                           "hand-rolled sync, checked"]) == 0
     out = capsys.readouterr().out
     for env in ("kuhn_poker", "tic_tac_toe"):
         table = out.split(f"{env}: agent-steps/s")[1].split("\n\n")[0]
-        for contestant in ("serial", "async arrays", "hand-rolled arrays"):
+        for contestant in ("serial", "async arrays", "hand-rolled arrays",
+                           "hand-rolled sync, checked"):
             row = re.search(rf"^{re.escape(contestant)} +([\d,]+) \( *([\d.]+)\)", table, re.M)
             assert row is not None, (contestant, table)
             assert float(row.group(1).replace(",", "")) > 0
@@ -46,3 +48,34 @@ def test_the_hand_rolled_ceiling_takes_only_the_envs_it_can_run() -> None:
     assert hand_rolled.fits("tic_tac_toe")  # array observations
     assert not hand_rolled.fits("rock_paper_scissors")  # Discrete observations
     assert not hand_rolled.fits("traffic")
+
+
+def test_the_checked_sync_ceiling_steps_as_sync_and_refuses_before_any_copy_moves() -> None:
+    pytest.importorskip("pyspiel")
+    import numpy as np
+
+    import marlhub
+    from marlhub.vector import SyncVectorMultiAgentEnv
+
+    benchmark = _load("vector_throughput")
+    fns = [lambda: marlhub.make("openspiel/kuhn_poker")] * 3
+    ceiling = benchmark.HandRolledCheckedSync(fns)
+    with SyncVectorMultiAgentEnv(fns) as ours:
+        obs, _ = ours.reset(seed=5)
+        theirs, _ = ceiling.reset(5)
+        rng = np.random.default_rng(0)
+        for call in range(40):
+            actions = [{a: int(rng.integers(2)) for a in ob} for ob in obs]
+            running = [i for i, d in enumerate(actions) if d]
+            if call % 3 == 1 and running:  # a bad action in a running copy: refused, no copy moves
+                bad = [dict(d) for d in actions]
+                k = running[-1]
+                bad[k] = dict.fromkeys(bad[k], 2) if call % 2 else {"player_9": 0}
+                with pytest.raises(ValueError, match=f"copy {k}"):
+                    ceiling.step(bad)
+            obs, *rest = ours.step(actions)
+            theirs, *their_rest = ceiling.step(actions)
+            assert repr(theirs) == repr(obs) and their_rest == rest, call
+            obs = [{} if done["__all__"] else ob for ob, done in zip(obs, rest[1])]
+    for env in ceiling.envs:
+        env.close()
