@@ -15,9 +15,9 @@ the copy book, errors that name the copy, the recv/send cycle. So no synchronous
 face made of worker processes can be faster on the same machine; ``serial split``
 (processes that never wait for each other) is the ceiling of any vector env.
 
-It runs envs with one group of agents (one observation and one ``Discrete``
-action space), whose observations are arrays or dicts of an ``"observation"``
-array and an ``"action_mask"``: Kuhn poker and tic-tac-toe here
+It runs envs with one group of agents (one observation space and one ``Discrete`` or
+``Box`` action space), whose observations are arrays or dicts of an ``"observation"``
+array and an ``"action_mask"``: Kuhn poker, tic-tac-toe and pistonball here
 (:func:`fits` says which).
 """
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import multiprocessing
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -41,39 +41,55 @@ __all__ = ["fits", "run_hand_rolled"]
 ANSWER_SECONDS = 60.0
 
 
-def fits(env_id: str) -> bool:
+class Layout(NamedTuple):
+    """What the shared arrays hold for an env: its agents, one observation array each, and
+    one action each: ``Discrete(actions)`` (with a mask) or a ``Box`` (``box``)."""
+
+    agents: list[Any]
+    obs_shape: tuple[int, ...]
+    obs_dtype: Any
+    actions: int  # Discrete: how many; a Box: 0
+    box: Optional[gym.spaces.Box]
+
+
+def fits(env_id: str, config: Optional[dict[str, Any]] = None) -> bool:
     """Whether ``env_id``'s envs have the one group and the observations this runs."""
-    env = marlhub.make(env_id)
+    env = marlhub.make(env_id, config)
     try:
         return _layout(env) is not None
     finally:
         env.close()
 
 
-def _layout(env: Any) -> Any:
-    """``(agents, observation shape, number of actions)``, or None when the env does not fit."""
+def _layout(env: Any) -> Optional[Layout]:
+    """The env's :class:`Layout`, or None when the env does not fit."""
     agents = list(env.possible_agents)
     obs_space, act_space = env.get_observation_space(agents[0]), env.get_action_space(agents[0])
     if any(env.get_observation_space(a) != obs_space or env.get_action_space(a) != act_space
            for a in agents):
         return None
-    if type(act_space) is not gym.spaces.Discrete or act_space.start != 0:
+    box = act_space if type(act_space) is gym.spaces.Box else None
+    if box is None and (type(act_space) is not gym.spaces.Discrete or act_space.start != 0):
         return None
     if isinstance(obs_space, gym.spaces.Dict):
-        if set(obs_space.spaces) != {"observation", "action_mask"}:
+        if set(obs_space.spaces) != {"observation", "action_mask"} or box is not None:
             return None
         obs_space = obs_space["observation"]
     if not isinstance(obs_space, gym.spaces.Box):
         return None
-    return agents, tuple(obs_space.shape), int(act_space.n)
+    return Layout(agents, tuple(obs_space.shape), obs_space.dtype,
+                  0 if box is not None else int(act_space.n), box)
 
 
-def _arrays(buffer: Any, n: int, agents: int, obs_shape: tuple[int, ...],
-            actions: int) -> tuple[dict[str, np.ndarray], int]:
+def _arrays(buffer: Any, n: int, layout: Layout) -> tuple[dict[str, np.ndarray], int]:
     """The shared arrays over ``buffer`` (None: only their size), and the bytes they take."""
-    fields = (("obs", (n, agents, *obs_shape), np.float32), ("mask", (n, agents, actions), np.int8),
+    agents, box = len(layout.agents), layout.box
+    fields = (("obs", (n, agents, *layout.obs_shape), layout.obs_dtype),
+              ("mask", (n, agents, layout.actions), np.int8),
               ("rewards", (n, agents), np.float64), ("acting", (n, agents), np.bool_),
-              ("ended", (n,), np.bool_), ("actions", (n, agents), np.int64))
+              ("ended", (n,), np.bool_),
+              ("actions", (n, agents) if box is None else (n, agents, *box.shape),
+               np.int64 if box is None else box.dtype))
     memory = None if buffer is None else np.frombuffer(buffer, np.uint8)
     views, offset = {}, 0
     for name, shape, dtype in fields:
@@ -84,17 +100,20 @@ def _arrays(buffer: Any, n: int, agents: int, obs_shape: tuple[int, ...],
     return views, offset
 
 
-def _worker(env_id: str, first: int, last: int, n: int, buffer: Any, conn: Any,
-            seed: int) -> None:
-    envs = [marlhub.make(env_id) for _ in range(first, last)]
-    agents, obs_shape, actions = _layout(envs[0])
-    slot = {agent: j for j, agent in enumerate(agents)}
-    views, _ = _arrays(buffer, n, len(agents), obs_shape, actions)
+def _worker(env_id: str, config: Optional[dict[str, Any]], first: int, last: int, n: int,
+            buffer: Any, conn: Any, seed: int) -> None:
+    envs = [marlhub.make(env_id, config) for _ in range(first, last)]
+    layout = _layout(envs[0])
+    assert layout is not None
+    slot = {agent: j for j, agent in enumerate(layout.agents)}
+    discrete = layout.box is None
+    views, _ = _arrays(buffer, n, layout)
     obs, mask, rewards, acting, ended = (views[k] for k in ("obs", "mask", "rewards", "acting",
                                                             "ended"))
 
     def write(i: int, observations: dict[Any, Any]) -> list[Any]:
-        obs[i] = 0
+        if len(observations) < len(slot):  # rows of agents with no observation hold zeros
+            obs[i] = 0
         acting[i] = False
         for agent, value in observations.items():
             j = slot[agent]
@@ -115,7 +134,8 @@ def _worker(env_id: str, first: int, last: int, n: int, buffer: Any, conn: Any,
     ended[first:last] = False
     conn.send("ready")
     while conn.recv() is not None:
-        rows = views["actions"][first:last].tolist()
+        chosen = views["actions"][first:last]
+        rows = chosen.tolist() if discrete else chosen.copy()
         rewards[first:last] = 0
         with actions_prechecked():
             for k, env in enumerate(envs):
@@ -139,32 +159,37 @@ def _worker(env_id: str, first: int, last: int, n: int, buffer: Any, conn: Any,
 
 
 def run_hand_rolled(env_id: str, n: int, seconds: float, seed: int, workers: int,
-                    timed: Callable[[float, Callable[[], int]], float]) -> float:
-    """Agent-steps/s of ``n`` copies of ``env_id`` over ``min(n, workers)`` hand-rolled workers,
-    timed by ``timed`` (vector_throughput's)."""
-    probe = marlhub.make(env_id)
-    agents, obs_shape, actions = _layout(probe)
+                    timed: Callable[[float, Callable[[], int]], float],
+                    config: Optional[dict[str, Any]] = None) -> float:
+    """Agent-steps/s of ``n`` copies of ``env_id`` (made with ``config``) over ``min(n,
+    workers)`` hand-rolled workers, timed by ``timed`` (vector_throughput's)."""
+    probe = marlhub.make(env_id, config)
+    layout = _layout(probe)
     probe.close()
+    assert layout is not None, f"{env_id} does not fit the hand-rolled workers"
     ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
-    _, size = _arrays(None, n, len(agents), obs_shape, actions)
+    _, size = _arrays(None, n, layout)
     buffer = ctx.RawArray("B", size)
-    views, _ = _arrays(buffer, n, len(agents), obs_shape, actions)
+    views, _ = _arrays(buffer, n, layout)
     conns, processes = [], []
     try:
         for share in split_copies(n, min(n, workers)):  # the async env's split
             here, there = ctx.Pipe()
-            process = ctx.Process(target=_worker, args=(env_id, share.start, share.stop, n,
-                                                        buffer, there, seed), daemon=True)
+            process = ctx.Process(target=_worker, args=(env_id, config, share.start, share.stop,
+                                                        n, buffer, there, seed), daemon=True)
             process.start()
             conns.append(here)
             processes.append(process)
         for conn in conns:
             _answer(conn)
         rng = np.random.default_rng(seed)
-        mask, acting = views["mask"], views["acting"]
+        mask, acting, box = views["mask"], views["acting"], layout.box
 
         def step() -> int:
-            views["actions"][...] = np.argmax(rng.random(mask.shape) * mask, axis=-1)
+            if box is None:
+                views["actions"][...] = np.argmax(rng.random(mask.shape) * mask, axis=-1)
+            else:
+                views["actions"][...] = rng.uniform(box.low, box.high, views["actions"].shape)
             done = int(acting.sum())
             for conn in conns:
                 conn.send(1)

@@ -35,8 +35,10 @@ drifts of the machine's speed hit them alike:
   with nothing of ``marlhub.vector`` in its calls (``benchmarks/hand_rolled_arrays.py``):
   workers step the hub envs and write observations, masks, rewards and who acts into
   shared arrays, one pipe message per worker and call, and the parent draws the actions
-  from the masks; no checks in the parent, no infos, no bookkeeping (envs with one group
-  of ``Discrete`` actions: Kuhn poker and tic-tac-toe);
+  from the masks (or uniformly from a ``Box``); no checks in the parent, no infos, no
+  bookkeeping (envs with one group of ``Discrete`` or ``Box`` actions: Kuhn poker,
+  tic-tac-toe and pistonball). On pistonball it is also the ceiling of a synchronous
+  ``async``: the same lockstep calls, carrying the same observations to the parent;
 * ``serial split``: the serial loop split over ``min(N, --workers)`` processes, each on
   its share of the copies, timed side by side (the sum of their rates): what the cores
   give with no vector env at all, the ceiling of any async vector env on the machine;
@@ -486,15 +488,19 @@ def run_arrays_recv_send(spec: EnvSpec, n: int, seconds: float, seed: int,
         return timed(seconds, step)
 
 
+def fits_hand_rolled(spec: EnvSpec) -> bool:
+    return _fits_hand_rolled(spec.env_id, json.dumps(spec.config))
+
+
 @functools.lru_cache(maxsize=None)
-def fits_hand_rolled(env_id: str) -> bool:
-    return fits(env_id)
+def _fits_hand_rolled(env_id: str, config: str) -> bool:
+    return fits(env_id, json.loads(config))
 
 
 def run_hand_rolled_arrays(spec: EnvSpec, n: int, seconds: float, seed: int,
                            workers: int) -> float:
     """``hand-rolled arrays``: the ceiling of ``async arrays`` (see hand_rolled_arrays.py)."""
-    return run_hand_rolled(spec.env_id, n, seconds, seed, workers, timed)
+    return run_hand_rolled(spec.env_id, n, seconds, seed, workers, timed, spec.config)
 
 
 def run_recv_send(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> float:
@@ -629,7 +635,7 @@ def contestants_for(spec: EnvSpec) -> tuple[dict[str, Callable[..., float]], lis
                                                                 autoreset_mode="same_step"),
                     "arrays recv/send": run_arrays_recv_send,
                     "serial split": run_split})
-    if spec.config is None and fits_hand_rolled(spec.env_id):
+    if fits_hand_rolled(spec):
         runners["hand-rolled arrays"] = run_hand_rolled_arrays
     for name, factory in (("supersuit", lambda: supersuit_runner(spec)), ("rllib", rllib_runner)):
         runner = factory()
@@ -667,11 +673,12 @@ def measure(args: argparse.Namespace) -> tuple[dict[tuple[str, int, str], list[f
 def table(results: dict[tuple[str, int, str], list[float]], env_name: str,
           copies: list[int], base: str) -> list[str]:
     names = list(dict.fromkeys(k[2] for k in results if k[0] == env_name and k[2] != "native"))
+    width = max([16, *map(len, names)])
     lines = [f"{env_name}: agent-steps/s (median paired ratio to {base})",
-             f"{'contestant':<16}" + "".join(f"{f'{n} copies':>22}" for n in copies)]
+             f"{'contestant':<{width}}" + "".join(f"{f'{n} copies':>22}" for n in copies)]
     native = results.get((env_name, copies[0], "native"))
     if native:
-        lines.append(f"{'native (1 env)':<16}{statistics.median(native):>22,.0f}")
+        lines.append(f"{'native (1 env)':<{width}}{statistics.median(native):>22,.0f}")
     for name in names:
         cells = []
         for n in copies:
@@ -682,7 +689,7 @@ def table(results: dict[tuple[str, int, str], list[float]], env_name: str,
                 continue
             ratio = statistics.median(r / b for r, b in zip(rates, base_rates))
             cells.append(f"{statistics.median(rates):>13,.0f} ({ratio:5.2f})")
-        lines.append(f"{name:<16}" + "".join(f"{c:>22}" for c in cells))
+        lines.append(f"{name:<{width}}" + "".join(f"{c:>22}" for c in cells))
     return lines
 
 

@@ -48,6 +48,14 @@ def test_the_hand_rolled_ceiling_takes_only_the_envs_it_can_run() -> None:
     assert hand_rolled.fits("tic_tac_toe")  # array observations
     assert not hand_rolled.fits("rock_paper_scissors")  # Discrete observations
     assert not hand_rolled.fits("traffic")
+    assert hand_rolled.fits("gymnasium/Pendulum-v1")  # Box actions
+
+
+def test_the_hand_rolled_ceiling_steps_box_actions_in_its_workers() -> None:
+    benchmark = _load("vector_throughput")
+    hand_rolled = _load("hand_rolled_arrays")
+    rate = hand_rolled.run_hand_rolled("gymnasium/Pendulum-v1", 4, 0.3, 0, 2, benchmark.timed)
+    assert rate > 0
 
 
 def test_the_checked_sync_ceiling_steps_as_sync_and_refuses_before_any_copy_moves() -> None:
