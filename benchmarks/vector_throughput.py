@@ -72,7 +72,8 @@ per-round ratios to ``serial`` (and, for pistonball, a table of ratios to
 two cores, async can be at most ``2 * serial / async`` times as fast as serial.
 
 ``--memory-episodes E`` also plays ``E`` episodes in total with the sync and
-the async vector env of kuhn_poker and traffic and prints the resident memory
+the async vector env of kuhn_poker and traffic (the async one three ways: lists of dicts,
+the array face, and recv/send with ``batch_size`` 2 of 4) and prints the resident memory
 of this process and of the workers after the first tenth and at the end.
 
 Usage::
@@ -734,31 +735,93 @@ def cpu_run(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int) -> d
             "async_total_us": round((parent + others) / done * 1e6, 2)}
 
 
+#: The ways ``--memory-episodes`` plays: the dict face of both vector envs, the array face,
+#: and the recv/send cycle (``batch_size`` 2 of 4).
+MEMORY_MODES = ("sync", "async", "async arrays", "async recv/send")
+
+
 def memory_run(env_id: str, mode: str, episodes: int, seed: int) -> dict[str, Any]:
-    """Play ``episodes`` episodes over 4 copies; resident memory after a tenth and at the end."""
-    options = {"num_workers": 2} if mode == "async" else {}
-    with marlhub.make_vec(env_id, 4, vectorization_mode=mode, **options) as venv:
-        policy = Policy(seed)
-        space_of = [c.unwrapped.get_action_space for c in venv.envs]
+    """Play ``episodes`` episodes over 4 copies in ``mode`` (one of :data:`MEMORY_MODES`);
+    resident memory after a tenth and at the end."""
+    options: dict[str, Any] = {} if mode == "sync" else {"num_workers": 2}
+    if mode == "async arrays":
+        options["array_face"] = True
+    elif mode == "async recv/send":
+        options["batch_size"] = 2
+    with marlhub.make_vec(env_id, 4, vectorization_mode=mode.split()[0], **options) as venv:
         pids = [os.getpid()] + [p.pid for p in getattr(venv, "processes", lambda: [])()]
-        obs, infos = venv.reset(seed=seed)
-        actors = [list(o) for o in obs]
+        play = {"async arrays": _arrays_player,
+                "async recv/send": _recv_send_player}.get(mode, _dicts_player)
+        step = play(venv, seed)
         finished, marks = 0, {}
         while finished < episodes:
-            acts = [policy.actions(actors[i], obs[i], infos[i], space_of[i]) for i in range(4)]
-            obs, _, terminateds, truncateds, infos = venv.step(acts)
-            for i in range(4):
-                if terminateds[i]["__all__"] or truncateds[i]["__all__"]:
-                    finished += 1
-                    actors[i] = []
-                else:
-                    actors[i] = next_actors(obs[i], terminateds[i], truncateds[i])
+            finished += step()
             if "tenth" not in marks and finished >= episodes // 10:
                 marks["tenth"] = [rss_kb(p) for p in pids]
         marks["end"] = [rss_kb(p) for p in pids]
     growth = [end - start for start, end in zip(marks["tenth"], marks["end"])]
     return {"env": env_id, "mode": mode, "episodes": finished, "rss_kb_after_tenth": marks["tenth"],
             "rss_kb_at_end": marks["end"], "growth_kb": growth}
+
+
+def _dicts_player(venv: Any, seed: int) -> Callable[[], int]:
+    """One ``step`` of lists of dicts per call; returns the episodes that ended in it."""
+    policy = Policy(seed)
+    space_of = [c.unwrapped.get_action_space for c in venv.envs]
+    obs, infos = venv.reset(seed=seed)
+    actors = [list(o) for o in obs]
+
+    def step() -> int:
+        nonlocal obs, infos
+        acts = [policy.actions(actors[i], obs[i], infos[i], space_of[i])
+                for i in range(venv.num_envs)]
+        obs, _, terminateds, truncateds, infos = venv.step(acts)
+        ended = 0
+        for i in range(venv.num_envs):
+            if terminateds[i]["__all__"] or truncateds[i]["__all__"]:
+                ended += 1
+                actors[i] = []
+            else:
+                actors[i] = next_actors(obs[i], terminateds[i], truncateds[i])
+        return ended
+
+    return step
+
+
+def _arrays_player(venv: Any, seed: int) -> Callable[[], int]:
+    """One ``step_arrays`` per call (the actions drawn for all slots at once)."""
+    rng = np.random.default_rng(seed)
+    spaces = {name: venv.get_action_space(members[0]) for name, members in venv.groups.items()}
+    batch = venv.reset_arrays(seed=seed)
+
+    def step() -> int:
+        nonlocal batch
+        batch = venv.step_arrays(array_actions(spaces, batch, rng))
+        return int(np.sum(batch.episode_terminated | batch.episode_truncated))
+
+    return step
+
+
+def _recv_send_player(venv: Any, seed: int) -> Callable[[], int]:
+    """One ``recv()`` and ``send()`` of the ready copies per call."""
+    policy = Policy(seed)
+    space_of = [c.unwrapped.get_action_space for c in venv.envs]
+    venv.async_reset(seed=seed)
+
+    def step() -> int:
+        obs, _, terminateds, truncateds, infos, copy_ids = venv.recv()
+        acts, ended = [], 0
+        for k, i in enumerate(copy_ids.tolist()):
+            if terminateds[k]["__all__"] or truncateds[k]["__all__"]:
+                ended += 1
+                acts.append({})  # next_step: the next send resets it
+            else:
+                acts.append(policy.actions(next_actors(obs[k], terminateds[k], truncateds[k]),
+                                           obs[k], infos[k], space_of[i]))
+        venv.send(acts, copy_ids)
+        return ended
+
+    return step
 
 
 def write_json(path: str, args: argparse.Namespace, results: dict[tuple[str, int, str], list[float]],
@@ -821,10 +884,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"\nresident memory (KiB: this process, then each worker) over "
               f"{args.memory_episodes} episodes of 4 copies")
         for env_id in ("openspiel/kuhn_poker", "traffic"):
-            for mode in ("sync", "async"):
+            for mode in MEMORY_MODES:
                 row = memory_run(env_id, mode, args.memory_episodes, args.seed)
                 memory.append(row)
-                print(f"  {env_id:<22} {mode:<6} after a tenth {row['rss_kb_after_tenth']}, "
+                print(f"  {env_id:<22} {mode:<15} after a tenth {row['rss_kb_after_tenth']}, "
                       f"at the end {row['rss_kb_at_end']}, growth {row['growth_kb']}")
     cpu = []
     if args.cpu_copies:

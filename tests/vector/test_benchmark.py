@@ -1,5 +1,6 @@
-"""The vector throughput benchmark runs (in its quick mode) with the hand-rolled ceiling of the
-array face beside ``async arrays``; no timings are asserted."""
+"""The vector throughput benchmark runs (in its quick mode) with its hand-rolled ceilings: of the
+array face beside ``async arrays`` (``Box`` actions too), and of ``sync`` doing the same work,
+which steps as ``sync`` does; no timings are asserted."""
 
 from __future__ import annotations
 
@@ -87,3 +88,14 @@ def test_the_checked_sync_ceiling_steps_as_sync_and_refuses_before_any_copy_move
             obs = [{} if done["__all__"] else ob for ob, done in zip(obs, rest[1])]
     for env in ceiling.envs:
         env.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "async arrays", "async recv/send"])
+def test_the_memory_run_plays_its_episodes_in_every_mode(mode: str) -> None:
+    pytest.importorskip("pyspiel")
+    benchmark = _load("vector_throughput")
+    assert mode in benchmark.MEMORY_MODES
+    row = benchmark.memory_run("openspiel/kuhn_poker", mode, 40, 0)
+    assert row["episodes"] >= 40
+    assert len(row["rss_kb_at_end"]) == (1 if mode == "sync" else 3)  # this process, 2 workers
+    assert all(kb > 0 for kb in row["rss_kb_at_end"])
