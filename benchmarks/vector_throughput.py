@@ -288,9 +288,10 @@ def drive_vector(venv: Any, seconds: float, seed: int) -> float:
     return timed(seconds, vector_stepper(venv, seed))
 
 
-def vector_stepper(venv: Any, seed: int) -> Callable[[], int]:
+def vector_stepper(venv: Any, seed: int, ended: Optional[list[int]] = None) -> Callable[[], int]:
     """Reset ``venv``; return a function that makes one call with the policy's actions and
-    returns the agent-steps sent (next_step or same_step autoreset)."""
+    returns the agent-steps sent (next_step or same_step autoreset). ``ended``: a one-item
+    list that counts the episodes that end (the memory run's)."""
     policy = Policy(seed)
     space_of = [c.unwrapped.get_action_space for c in venv.envs]
     obs, infos = venv.reset(seed=seed)
@@ -307,6 +308,8 @@ def vector_stepper(venv: Any, seed: int) -> Callable[[], int]:
                 # next_step: reset in the next call (its action dict is ignored);
                 # same_step: obs is the reset's already.
                 actors[i] = list(obs[i]) if same_step else []
+                if ended is not None:
+                    ended[0] += 1
             else:
                 actors[i] = next_actors(obs[i], terminateds[i], truncateds[i])
         return sum(map(len, acts))
@@ -397,7 +400,7 @@ class HandRolledCheckedSync(HandRolledSync):
         result = super().step(actions)
         obs, _, terminateds, truncateds, infos = result
         self.last = [(ob, info, list(ob) if len(t) == 1 and len(u) == 1 else
-                      [a for a in ob if not (t.get(a) or u.get(a))])
+                      next_actors(ob, t, u))
                      for ob, t, u, info in zip(obs, terminateds, truncateds, infos)]
         return result
 
@@ -454,19 +457,26 @@ def run_async_arrays(spec: EnvSpec, n: int, seconds: float, seed: int, workers: 
     with AsyncVectorMultiAgentEnv(env_fns(spec, n), num_workers=min(n, workers),
                                   array_face=True, env_id=spec.env_id,
                                   autoreset_mode=autoreset_mode) as venv:
-        rng = np.random.default_rng(seed)
-        spaces = {name: venv.get_action_space(members[0])
-                  for name, members in venv.groups.items()}
-        batch = venv.reset_arrays(seed=seed)
+        return timed(seconds, arrays_stepper(venv, seed))
 
-        def step() -> int:
-            nonlocal batch
-            actions = array_actions(spaces, batch, rng)
-            done = sum(int(acting.sum()) for acting in batch.acting.values())
-            batch = venv.step_arrays(actions)
-            return done
 
-        return timed(seconds, step)
+def arrays_stepper(venv: Any, seed: int, ended: Optional[list[int]] = None) -> Callable[[], int]:
+    """Reset ``venv``'s array face; return a function that makes one ``step_arrays`` call and
+    returns the acting slots it stepped (``ended``: as :func:`vector_stepper` takes it)."""
+    rng = np.random.default_rng(seed)
+    spaces = {name: venv.get_action_space(members[0]) for name, members in venv.groups.items()}
+    batch = venv.reset_arrays(seed=seed)
+
+    def step() -> int:
+        nonlocal batch
+        actions = array_actions(spaces, batch, rng)
+        done = sum(int(acting.sum()) for acting in batch.acting.values())
+        batch = venv.step_arrays(actions)
+        if ended is not None:
+            ended[0] += int(np.sum(batch.episode_terminated | batch.episode_truncated))
+        return done
+
+    return step
 
 
 def run_arrays_recv_send(spec: EnvSpec, n: int, seconds: float, seed: int,
@@ -509,24 +519,33 @@ def run_recv_send(spec: EnvSpec, n: int, seconds: float, seed: int, workers: int
     answers whichever copies are ready first."""
     with AsyncVectorMultiAgentEnv(env_fns(spec, n), num_workers=min(n, workers),
                                   batch_size=max(1, n // 2), env_id=spec.env_id) as venv:
-        policy = Policy(seed)
-        space_of = [c.unwrapped.get_action_space for c in venv.envs]
-        venv.async_reset(seed=seed)
+        return timed(seconds, recv_send_stepper(venv, seed))
 
-        def step() -> int:
-            obs, _, terminateds, truncateds, infos, copy_ids = venv.recv()
-            acts = []
-            for k, i in enumerate(copy_ids.tolist()):
-                if terminateds[k]["__all__"] or truncateds[k]["__all__"]:
-                    acts.append({})  # next_step: the next send resets it
-                else:
-                    acts.append(policy.actions(next_actors(obs[k], terminateds[k],
-                                                           truncateds[k]),
-                                               obs[k], infos[k], space_of[i]))
-            venv.send(acts, copy_ids)
-            return sum(map(len, acts))
 
-        return timed(seconds, step)
+def recv_send_stepper(venv: Any, seed: int,
+                      ended: Optional[list[int]] = None) -> Callable[[], int]:
+    """Start ``venv``'s copies; return a function that makes one ``recv()`` and ``send()`` of
+    the ready copies and returns the agent-steps sent (``ended``: as :func:`vector_stepper`
+    takes it)."""
+    policy = Policy(seed)
+    space_of = [c.unwrapped.get_action_space for c in venv.envs]
+    venv.async_reset(seed=seed)
+
+    def step() -> int:
+        obs, _, terminateds, truncateds, infos, copy_ids = venv.recv()
+        acts = []
+        for k, i in enumerate(copy_ids.tolist()):
+            if terminateds[k]["__all__"] or truncateds[k]["__all__"]:
+                acts.append({})  # next_step: the next send resets it
+                if ended is not None:
+                    ended[0] += 1
+            else:
+                acts.append(policy.actions(next_actors(obs[k], terminateds[k], truncateds[k]),
+                                           obs[k], infos[k], space_of[i]))
+        venv.send(acts, copy_ids)
+        return sum(map(len, acts))
+
+    return step
 
 
 def rllib_runner() -> Optional[Callable[..., float]]:
@@ -750,78 +769,20 @@ def memory_run(env_id: str, mode: str, episodes: int, seed: int) -> dict[str, An
         options["batch_size"] = 2
     with marlhub.make_vec(env_id, 4, vectorization_mode=mode.split()[0], **options) as venv:
         pids = [os.getpid()] + [p.pid for p in getattr(venv, "processes", lambda: [])()]
-        play = {"async arrays": _arrays_player,
-                "async recv/send": _recv_send_player}.get(mode, _dicts_player)
-        step = play(venv, seed)
-        finished, marks = 0, {}
-        while finished < episodes:
-            finished += step()
-            if "tenth" not in marks and finished >= episodes // 10:
+        stepper = {"async arrays": arrays_stepper,
+                   "async recv/send": recv_send_stepper}.get(mode, vector_stepper)
+        finished = [0]
+        step = stepper(venv, seed, finished)
+        marks = {}
+        while finished[0] < episodes:
+            step()
+            if "tenth" not in marks and finished[0] >= episodes // 10:
                 marks["tenth"] = [rss_kb(p) for p in pids]
         marks["end"] = [rss_kb(p) for p in pids]
     growth = [end - start for start, end in zip(marks["tenth"], marks["end"])]
-    return {"env": env_id, "mode": mode, "episodes": finished, "rss_kb_after_tenth": marks["tenth"],
+    return {"env": env_id, "mode": mode, "episodes": finished[0],
+            "rss_kb_after_tenth": marks["tenth"],
             "rss_kb_at_end": marks["end"], "growth_kb": growth}
-
-
-def _dicts_player(venv: Any, seed: int) -> Callable[[], int]:
-    """One ``step`` of lists of dicts per call; returns the episodes that ended in it."""
-    policy = Policy(seed)
-    space_of = [c.unwrapped.get_action_space for c in venv.envs]
-    obs, infos = venv.reset(seed=seed)
-    actors = [list(o) for o in obs]
-
-    def step() -> int:
-        nonlocal obs, infos
-        acts = [policy.actions(actors[i], obs[i], infos[i], space_of[i])
-                for i in range(venv.num_envs)]
-        obs, _, terminateds, truncateds, infos = venv.step(acts)
-        ended = 0
-        for i in range(venv.num_envs):
-            if terminateds[i]["__all__"] or truncateds[i]["__all__"]:
-                ended += 1
-                actors[i] = []
-            else:
-                actors[i] = next_actors(obs[i], terminateds[i], truncateds[i])
-        return ended
-
-    return step
-
-
-def _arrays_player(venv: Any, seed: int) -> Callable[[], int]:
-    """One ``step_arrays`` per call (the actions drawn for all slots at once)."""
-    rng = np.random.default_rng(seed)
-    spaces = {name: venv.get_action_space(members[0]) for name, members in venv.groups.items()}
-    batch = venv.reset_arrays(seed=seed)
-
-    def step() -> int:
-        nonlocal batch
-        batch = venv.step_arrays(array_actions(spaces, batch, rng))
-        return int(np.sum(batch.episode_terminated | batch.episode_truncated))
-
-    return step
-
-
-def _recv_send_player(venv: Any, seed: int) -> Callable[[], int]:
-    """One ``recv()`` and ``send()`` of the ready copies per call."""
-    policy = Policy(seed)
-    space_of = [c.unwrapped.get_action_space for c in venv.envs]
-    venv.async_reset(seed=seed)
-
-    def step() -> int:
-        obs, _, terminateds, truncateds, infos, copy_ids = venv.recv()
-        acts, ended = [], 0
-        for k, i in enumerate(copy_ids.tolist()):
-            if terminateds[k]["__all__"] or truncateds[k]["__all__"]:
-                ended += 1
-                acts.append({})  # next_step: the next send resets it
-            else:
-                acts.append(policy.actions(next_actors(obs[k], terminateds[k], truncateds[k]),
-                                           obs[k], infos[k], space_of[i]))
-        venv.send(acts, copy_ids)
-        return ended
-
-    return step
 
 
 def write_json(path: str, args: argparse.Namespace, results: dict[tuple[str, int, str], list[float]],
