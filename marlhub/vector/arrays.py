@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array
 
-from marlhub.core import ALL, AgentID
+from marlhub.core import ALL, COMMON, AgentID
 from marlhub.episode.status import truthy
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask, zero_like
 from marlhub.vector.base import DISABLED, SAME_STEP
@@ -41,7 +41,7 @@ from marlhub.vector.copies import FINAL_OBS
 from marlhub.vector.group_actions import GroupActions
 from marlhub.vector.shared import obs_leaves
 
-__all__ = ["ArrayBatch", "DictArrays", "reshape_rows", "row_index"]
+__all__ = ["ArrayBatch", "DictArrays", "final_obs_of", "reshape_rows", "row_index"]
 
 
 @dataclass
@@ -211,6 +211,8 @@ class DictArrays:
             if not (all_t or all_u):
                 alive[i] = now_alive.difference(done) if done else now_alive
                 continue
+            if same_step:  # ``ob`` is the next episode's: the ending step's obs is the final obs
+                now_alive = alive[i].union(final_obs_of(infos[k]))
             for agent in now_alive:  # the episode ended while they were alive
                 name, j = slot[agent]
                 if all_t:
@@ -328,8 +330,7 @@ class DictArrays:
         return {name: self._obs_rows([{}] * n, name) for name in self.groups}
 
     def _fill_final(self, final: dict[str, Any], i: int, infos: Any) -> None:
-        common = infos.get("__common__", {}) if isinstance(infos, Mapping) else {}
-        final_obs = common.get(FINAL_OBS, {}) if isinstance(common, Mapping) else {}
+        final_obs = final_obs_of(infos)
         for name in self.groups:
             if self.leaves[name] is None:  # no fixed size: through gymnasium's concatenate
                 _set_row(final[name], i, self._obs_rows([final_obs], name))
@@ -362,6 +363,19 @@ class DictArrays:
         items = [ob.get(agent, blank) for ob in obs for agent in agents]
         rows: Any = create_empty_array(space, n=len(items), fn=np.zeros)
         return reshape_rows(concatenate(space, items, rows), (len(obs), len(agents)))
+
+
+def final_obs_of(infos: Any) -> Mapping[Any, Any]:
+    """The obs dict that ended a copy's episode under ``same_step`` (``{}`` when there is none),
+    from the infos of the step that reset it.
+
+    Example:
+        >>> final_obs_of({"__common__": {"final_obs": {"a": 1}}}), final_obs_of({})
+        ({'a': 1}, {})
+    """
+    common = infos.get(COMMON, {}) if isinstance(infos, Mapping) else {}
+    final_obs = common.get(FINAL_OBS, {}) if isinstance(common, Mapping) else {}
+    return final_obs if isinstance(final_obs, Mapping) else {}
 
 
 def _flag_slots(flags: Mapping[Any, Any], slot: Mapping[AgentID, tuple[str, int]],
