@@ -44,7 +44,7 @@ from marlhub.errors import EpisodeDroppedError, ExternalEnvError
 from marlhub.external.copies import DEFAULT_TIMEOUT, ExternalCopy
 from marlhub.external.episodes import DEFAULT_MAX_EPISODES, EpisodeBook
 from marlhub.external.vector import ExternalVectorEnv
-from marlhub.vector.base import NEXT_STEP
+from marlhub.vector.autoreset import NEXT_STEP
 
 __all__ = ["ExternalMultiAgentEnv", "from_external"]
 

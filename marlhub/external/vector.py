@@ -42,7 +42,7 @@ from marlhub.core import ALL
 from marlhub.episode.prechecked import actions_prechecked
 from marlhub.external.copies import DEFAULT_TIMEOUT, ExternalCopy
 from marlhub.external.episodes import END, EpisodeBook
-from marlhub.vector.base import DISABLED, NEXT_STEP, SAME_STEP
+from marlhub.vector.autoreset import DISABLED, NEXT_STEP, SAME_STEP
 from marlhub.vector.ready import RUNNING, Received, count_of, received
 from marlhub.vector.sync import SyncVectorMultiAgentEnv
 

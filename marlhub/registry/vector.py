@@ -126,8 +126,9 @@ def make_vec(
             or ``"disabled"``; see :mod:`marlhub.vector.copies`.
         vector_kwargs: options of the vector env class: ``num_workers``,
             ``shared_memory``, ``copy``, ``context``, ``daemon``, ``timeout``,
-            ``array_face`` (async); ``copy`` (sync); ``batch_size`` (sync, async: how many
-            copies ``recv()`` returns); ``as_torch``, ``check_masks`` (batched).
+            ``array_face`` (async); ``copy`` (sync); ``batch_size`` (every mode: how many
+            copies ``recv()`` returns; a batched simulator steps once every copy is sent);
+            ``as_torch``, ``check_masks`` (batched).
 
     Raises:
         UnknownEnvError: ``env_id`` is not registered (with close matches).

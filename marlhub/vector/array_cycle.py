@@ -38,7 +38,7 @@ import numpy as np
 
 from marlhub.errors import VectorEnvError
 from marlhub.vector.arrays import row_index
-from marlhub.vector.base import DISABLED, SAME_STEP
+from marlhub.vector.autoreset import DISABLED, SAME_STEP
 from marlhub.vector.ready import ReadyCopies, ReceivedArrays
 
 if TYPE_CHECKING:

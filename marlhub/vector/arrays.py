@@ -36,8 +36,7 @@ from gymnasium.vector.utils import concatenate, create_empty_array
 from marlhub.core import ALL, COMMON, AgentID
 from marlhub.episode.status import truthy
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask, zero_like
-from marlhub.vector.base import DISABLED, SAME_STEP
-from marlhub.vector.copies import FINAL_OBS
+from marlhub.vector.autoreset import DISABLED, FINAL_OBS, SAME_STEP
 from marlhub.vector.group_actions import GroupActions
 from marlhub.vector.shared import obs_leaves
 

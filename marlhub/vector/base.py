@@ -8,9 +8,10 @@ module is imported, the base class stands in for Ray's; as soon as it is
 (by anyone, before or after marlhub), :func:`adopt_ray_base` puts Ray's class
 in its place (an import hook calls it right after Ray's module runs).
 
+The autoreset modes live in :mod:`marlhub.vector.autoreset` (named here too, for
+code written against earlier releases).
+
 Example:
-    >>> parse_autoreset_mode("NextStep"), parse_autoreset_mode("disabled")
-    ('next_step', 'disabled')
     >>> seeds_for("VectorEnv", 7, 3)
     [7, 8, 9]
 """
@@ -30,6 +31,13 @@ import numpy as np
 
 from marlhub.core import AgentID
 from marlhub.errors import VectorEnvError
+from marlhub.vector.autoreset import (
+    AUTORESET_MODES,
+    DISABLED,
+    NEXT_STEP,
+    SAME_STEP,
+    parse_autoreset_mode,
+)
 
 __all__ = [
     "AUTORESET_MODES",
@@ -38,20 +46,12 @@ __all__ = [
     "SAME_STEP",
     "VectorMultiAgentEnv",
     "adopt_ray_base",
+    "one_seed",
     "parse_autoreset_mode",
     "reset_mask_of",
     "seeds_for",
     "values_per_copy",
 ]
-
-#: A copy whose episode ended is reset in the next call; its action dict there is ignored.
-NEXT_STEP = "next_step"
-#: A copy whose episode ended is reset in the same call; its final obs and infos go to infos.
-SAME_STEP = "same_step"
-#: A copy whose episode ended stays ended until ``reset(options={"reset_mask": mask})``.
-DISABLED = "disabled"
-#: The autoreset modes, named as in Gymnasium 1.x; ``next_step`` is the default.
-AUTORESET_MODES = (NEXT_STEP, SAME_STEP, DISABLED)
 
 #: The module that defines Ray's class.
 RAY_MODULE = "ray.rllib.env.vector.vector_multi_agent_env"
@@ -59,25 +59,6 @@ RAY_MODULE = "ray.rllib.env.vector.vector_multi_agent_env"
 
 class _WithoutRay:
     """Stands where Ray's ``VectorMultiAgentEnv`` goes until Ray's module is imported."""
-
-
-def parse_autoreset_mode(mode: Any) -> str:
-    """Return ``mode`` as one of :data:`AUTORESET_MODES` (Gymnasium's enum and names taken).
-
-    Raises:
-        VectorEnvError: an unknown mode.
-    """
-    value = getattr(mode, "value", mode)
-    if isinstance(value, str):
-        key = value.replace("_", "").replace("-", "").lower()
-        for known in AUTORESET_MODES:
-            if known.replace("_", "") == key:
-                return known
-    raise VectorEnvError(
-        "autoreset_mode", f"unknown autoreset_mode {mode!r}",
-        f"Pass one of {', '.join(repr(m) for m in AUTORESET_MODES)} (Gymnasium's "
-        "AutoresetMode members are taken too).",
-    )
 
 
 def seeds_for(env_name: str, seed: Any, num_envs: int) -> list[Optional[int]]:
@@ -99,6 +80,37 @@ def seeds_for(env_name: str, seed: Any, num_envs: int) -> list[Optional[int]]:
     raise VectorEnvError(env_name, f"reset() got the seed {seed!r}",
                          "Pass an int (copy i is seeded seed + i), a list of one seed per "
                          "copy, or None.")
+
+
+def one_seed(env_name: str, seed: Any, mask: Any, seeding: str) -> Optional[int]:
+    """Return the one seed of a natively batched simulator (seeded once for all copies), or None.
+
+    Args:
+        env_name: the vector env's name, for messages.
+        seed: what ``reset`` got.
+        mask: the ``reset_mask`` (None: every copy is reset).
+        seeding: what the simulator's seed reproduces, in its words (for the message).
+
+    Raises:
+        VectorEnvError: one seed per copy, a seed with a ``reset_mask``, or no int.
+
+    Example:
+        >>> one_seed("Vec", 3, None, ""), one_seed("Vec", None, [True], "")
+        (3, None)
+    """
+    if isinstance(seed, Sequence) and not isinstance(seed, str):
+        raise VectorEnvError(
+            env_name, f"reset() got one seed per copy ({len(seed)}), and the batched "
+            "simulator is seeded once for all copies", f"Pass one int. {seeding}")
+    if seed is not None and mask is not None:
+        raise VectorEnvError(
+            env_name, "reset() got a seed with a reset_mask; the batched simulator seeds "
+            "all copies at once", "Reset the masked copies without a seed, or reset every "
+            "copy with reset(seed=s).")
+    if seed is not None and (isinstance(seed, (bool, np.bool_))
+                             or not isinstance(seed, (int, np.integer))):
+        raise VectorEnvError(env_name, f"reset() got the seed {seed!r}", "Pass an int, or None.")
+    return None if seed is None else int(seed)
 
 
 def reset_mask_of(env_name: str, options: Optional[Mapping[str, Any]],

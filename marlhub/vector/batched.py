@@ -50,11 +50,14 @@ from marlhub.vector.base import (
     NEXT_STEP,
     SAME_STEP,
     VectorMultiAgentEnv,
+    one_seed,
     parse_autoreset_mode,
     reset_mask_of,
 )
+from marlhub.vector.batched_cycle import ARRAYS, DICTS, BatchedCycle
 from marlhub.vector.batched_dicts import DictFace, LazyInfos
 from marlhub.vector.group_actions import GroupActions
+from marlhub.vector.ready import Received, ReceivedArrays, rows_of
 
 __all__ = ["BatchedVectorEnv"]
 
@@ -69,6 +72,9 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
         as_torch: the array face returns the simulator's torch tensors, on its
             device, instead of numpy arrays (the dict face is always numpy).
         check_masks: refuse actions outside the action masks (the default).
+        batch_size: how many copies ``recv()`` and ``recv_arrays()`` return (None: all of
+            them); the simulator steps once every copy is sent
+            (:mod:`marlhub.vector.batched_cycle`).
 
     Attributes:
         source: the batched simulator.
@@ -80,7 +86,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
 
     def __init__(self, source: Any, autoreset_mode: Any = "next_step", *,
                  env_id: Optional[str] = None, as_torch: bool = False,
-                 check_masks: bool = True) -> None:
+                 check_masks: bool = True, batch_size: Optional[int] = None) -> None:
         self.closed = True  # until built
         if not isinstance(source, BatchedSource):
             raise ProtocolError(source, [], expected="a batched source (num_envs, groups, reset, "
@@ -111,6 +117,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
                       for name, a in self.groups.items()}
         self._last: Optional[ArrayBatch] = None
         self._cannot_step: Optional[str] = NOT_RESET
+        self._cycle = BatchedCycle(self, batch_size)
         self.closed = False
 
     @property
@@ -129,8 +136,12 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
                 ``reset_mask``, or other options (the simulator takes none).
         """
         self._check_open()
+        self._cycle.check_idle("reset_arrays()", ARRAYS)
+        return self._reset_arrays(seed, options)
+
+    def _reset_arrays(self, seed: Any, options: Optional[dict[str, Any]]) -> ArrayBatch:
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
-        seed = self._one_seed(seed, mask)
+        seed = one_seed(self.name(), seed, mask, self.seeding)
         if rest:
             raise VectorEnvError(self.name(), f"reset() got the options {sorted(rest)}, which the "
                                  "batched simulator does not take",
@@ -149,6 +160,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
             self._clear_flags(batch)
         self._finish(batch)
         self._cannot_step = None
+        self._cycle.ready.held(rows_of(mask, self.num_envs))
         return batch
 
     def step_arrays(self, actions: Any) -> ArrayBatch:
@@ -164,12 +176,18 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
             ResetNeededError: before ``reset``.
         """
         self._check_open()
+        self._cycle.check_idle("step_arrays()", ARRAYS)
         require_running(self.name(), self._cannot_step)
         last = self._last
         assert last is not None
         actions = self._actions.check(actions, last.acting,
                                       last.action_mask if self.check_masks else {})
-        for name, acting in last.acting.items():  # idle slots get the space's zero
+        return self._step_checked(self._idle_blanked(actions, last.acting))
+
+    def _idle_blanked(self, actions: dict[str, Any],
+                      acting_slots: dict[str, Any]) -> dict[str, Any]:
+        """``actions`` with the space's zero in every slot that does not act."""
+        for name, acting in acting_slots.items():
             if not acting.all():
                 value = actions[name]
                 blank = self._actions.blank(name)
@@ -184,7 +202,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
                     actions[name] = np.where(
                         (~acting).reshape(*acting.shape, *([1] * (blank.ndim - 2))), blank,
                         np.asarray(value))
-        return self._step_checked(actions)
+        return actions
 
     def _step_checked(self, actions: dict[str, Any]) -> ArrayBatch:
         before = self._ended.copy()
@@ -225,7 +243,9 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
               options: Optional[dict[str, Any]] = None) -> tuple[list[Any], list[Any]]:
         """Reset the copies (see :meth:`reset_arrays`); return ``(obs_list, infos_list)``."""
         mask = None if not options or "reset_mask" not in options else options["reset_mask"]
-        return self._dicts.reset(self.reset_arrays(seed=seed, options=options), mask)
+        self._check_open()
+        self._cycle.check_idle("reset()", DICTS)
+        return self._dicts.reset(self._reset_arrays(seed, options), mask)
 
     def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
         """Step with one action dict per copy; return the five per-copy lists.
@@ -236,25 +256,66 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
             ResetNeededError: before ``reset``.
         """
         self._check_open()
+        self._cycle.check_idle("step()", DICTS)
         return self._dicts.step(actions)
 
-    # -- helpers --------------------------------------------------------------------
+    # -- whoever is ready first: all copies at once (marlhub.vector.batched_cycle) ---------
 
-    def _one_seed(self, seed: Any, mask: Any) -> Optional[int]:
-        if isinstance(seed, Sequence) and not isinstance(seed, str):
-            raise VectorEnvError(
-                self.name(), f"reset() got one seed per copy ({len(seed)}), and the batched "
-                "simulator is seeded once for all copies", f"Pass one int. {self.seeding}")
-        if seed is not None and mask is not None:
-            raise VectorEnvError(
-                self.name(), "reset() got a seed with a reset_mask; the batched simulator seeds "
-                "all copies at once", "Reset the masked copies without a seed, or reset every "
-                "copy with reset(seed=s).")
-        if seed is not None and (isinstance(seed, (bool, np.bool_))
-                                 or not isinstance(seed, (int, np.integer))):
-            raise VectorEnvError(self.name(), f"reset() got the seed {seed!r}",
-                                 "Pass an int, or None.")
-        return None if seed is None else int(seed)
+    @property
+    def batch_size(self) -> int:
+        """How many copies :meth:`recv` and :meth:`recv_arrays` return."""
+        return self._cycle.ready.batch_size
+
+    def async_reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
+        """Reset every copy (or those of ``options["reset_mask"]``, held or parked);
+        :meth:`recv` returns them, rewards ``{}`` and done flags False."""
+        self._check_open()
+        self._cycle.async_reset(DICTS, seed, options)
+
+    def send(self, actions: Sequence[Any], copy_ids: Any) -> None:
+        """Keep the action dicts of the copies ``copy_ids`` (checked now, ``actions[k]`` for
+        ``copy_ids[k]``); the simulator steps once every copy is sent.
+
+        Raises:
+            VectorEnvError: a copy that is not held, or a count of actions that does not match.
+            ActionError: a bad action dict (copy and agent named); nothing was kept.
+        """
+        self._check_open()
+        self._cycle.send(DICTS, actions, copy_ids)
+
+    def recv(self) -> Received:
+        """The next :attr:`batch_size` ready copies, as :class:`~marlhub.vector.ready.Received`.
+
+        Raises:
+            VectorEnvError: no copy is ready (send every copy held first).
+        """
+        self._check_open()
+        return self._cycle.recv(DICTS)
+
+    def async_reset_arrays(self, seed: Any = None,
+                           options: Optional[dict[str, Any]] = None) -> None:
+        """``async_reset`` on the array face: :meth:`recv_arrays` returns the copies reset."""
+        self._check_open()
+        self._cycle.async_reset(ARRAYS, seed, options)
+
+    def send_arrays(self, actions: Any, copy_ids: Any) -> None:
+        """Keep the action rows of the copies ``copy_ids`` (per group ``(len(copy_ids), n,
+        ...)``, checked now); the simulator steps once every copy is sent.
+
+        Raises:
+            VectorEnvError: a copy that is not held, or arrays of the wrong groups, shape or dtype.
+            ActionError: an acting slot's action outside its space or mask; nothing was kept.
+        """
+        self._check_open()
+        self._cycle.send(ARRAYS, actions, copy_ids)
+
+    def recv_arrays(self) -> ReceivedArrays:
+        """The next :attr:`batch_size` ready copies, as
+        :class:`~marlhub.vector.ready.ReceivedArrays` (the rows of their batch, ``copy_ids``)."""
+        self._check_open()
+        return self._cycle.recv(ARRAYS)
+
+    # -- helpers --------------------------------------------------------------------
 
     def _host_batch(self, out: SourceBatch) -> SourceBatch:
         """The source's values as numpy arrays (or kept as torch tensors with ``as_torch``)."""

@@ -29,9 +29,8 @@ import numpy as np
 from marlhub.adapters.batched import to_numpy
 from marlhub.core import ALL, COMMON, AgentID
 from marlhub.spaces import ACTION_MASK_KEY
-from marlhub.vector.base import NEXT_STEP, SAME_STEP
+from marlhub.vector.autoreset import NEXT_STEP, SAME_STEP, same_step_infos
 from marlhub.vector.book import CopyBook
-from marlhub.vector.copies import same_step_infos
 
 __all__ = ["DictFace", "LazyInfos"]
 

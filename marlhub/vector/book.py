@@ -38,7 +38,7 @@ from marlhub.episode.status import (
 )
 from marlhub.errors import ActionError
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask
-from marlhub.vector.base import DISABLED, NEXT_STEP, SAME_STEP
+from marlhub.vector.autoreset import DISABLED, NEXT_STEP, SAME_STEP
 
 __all__ = ["CopyBook"]
 

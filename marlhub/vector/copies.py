@@ -31,11 +31,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
-from marlhub.core import ALL, COMMON, AgentID, missing_protocol_members
+from marlhub.core import ALL, AgentID, missing_protocol_members
 from marlhub.episode.status import flag
 from marlhub.errors import ProtocolError, VectorEnvError
 from marlhub.spaces import masks_are_binding
-from marlhub.vector.base import NEXT_STEP, SAME_STEP
+from marlhub.vector.autoreset import FINAL_INFO, FINAL_OBS, NEXT_STEP, SAME_STEP, same_step_infos
 
 __all__ = [
     "FINAL_INFO",
@@ -46,26 +46,6 @@ __all__ = [
     "describe_env",
     "same_step_infos",
 ]
-
-#: Key under ``infos["__common__"]`` of the obs dict that ended the episode (same_step).
-FINAL_OBS = "final_obs"
-#: Key under ``infos["__common__"]`` of the infos dict that ended the episode (same_step).
-FINAL_INFO = "final_info"
-
-
-def same_step_infos(final_obs: Any, final_infos: Any, reset_infos: Mapping[Any, Any]) -> dict[Any, Any]:
-    """Return the infos of a same_step reset: the reset's, plus the final obs and infos.
-
-    Example:
-        >>> same_step_infos({"a": 1}, {"a": {"x": 2}}, {"a": {}})
-        {'a': {}, '__common__': {'final_obs': {'a': 1}, 'final_info': {'a': {'x': 2}}}}
-    """
-    infos = dict(reset_infos)
-    common = dict(infos.get(COMMON) or {})
-    common[FINAL_OBS] = final_obs
-    common[FINAL_INFO] = final_infos
-    infos[COMMON] = common
-    return infos
 
 
 class EnvCopy:

@@ -22,7 +22,7 @@ import numpy as np
 from marlhub.episode.play import action_space_getter
 from marlhub.episode.prechecked import actions_prechecked
 from marlhub.vector.arrays import ArrayBatch, DictArrays
-from marlhub.vector.base import SAME_STEP
+from marlhub.vector.autoreset import SAME_STEP
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import EnvCopy
 from marlhub.vector.ready import spread
