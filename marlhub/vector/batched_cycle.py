@@ -66,7 +66,8 @@ class BatchedCycle:
         self.env = env
         self.ready = ReadyCopies(env.name(), env.num_envs, batch_size)
         self.face: Optional[str] = None  # the face of the cycle under way
-        self._pending: dict[int, Any] = {}  # copy -> its checked actions, until all are sent
+        # dicts: copy -> its checked action dict; arrays: copies -> their checked rows
+        self._pending: dict[Any, Any] = {}
 
     # -- starting -------------------------------------------------------------------------
 
@@ -140,7 +141,7 @@ class BatchedCycle:
         checked = env._actions.check(actions, acting, masks, copy_ids=rows)
         return {name: env._actions.host(name, value) for name, value in checked.items()}
 
-    def _step_rows(self, rows: dict[tuple[int, ...], dict[str, np.ndarray]]) -> ArrayBatch:
+    def _step_rows(self, rows: dict[Any, dict[str, np.ndarray]]) -> ArrayBatch:
         """Step every copy with the rows kept (copies -> their rows; the space's zero for
         copies without any, the parked)."""
         env = self.env
