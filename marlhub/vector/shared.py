@@ -35,7 +35,8 @@ import numpy as np
 
 from marlhub.core import AgentID
 
-__all__ = ["ALIGN", "LENT_BLOCKS", "ObsLayout", "SharedObs", "array_leaves", "obs_leaves"]
+__all__ = ["ALIGN", "LENT_BLOCKS", "BlockLayout", "ObsLayout", "SharedObs", "array_leaves",
+           "obs_leaves"]
 
 #: Every slot starts at a multiple of this many bytes.
 ALIGN = 64
@@ -90,7 +91,51 @@ def obs_leaves(space: gym.Space) -> Optional[list[Leaf]]:
     return array_leaves(space)
 
 
-class ObsLayout:
+class BlockLayout:
+    """Where each named fixed-size array lives in one block of shared memory: the one offset
+    table of every layout the workers write into (:class:`ObsLayout`, and the array face's
+    :class:`~marlhub.vector.slot_memory.SlotLayout`).
+
+    Attributes:
+        fields: name -> ``(offset, shape, dtype)``, in the order added; each array starts at
+            a multiple of :data:`ALIGN` bytes.
+        nbytes: the size of the whole block.
+
+    Example:
+        >>> layout = BlockLayout()
+        >>> layout.add("a", (2,), np.dtype(np.float32)); layout.add("b", (3, 2), np.dtype(np.int8))
+        >>> layout.fields["b"][0], layout.nbytes
+        (64, 128)
+        >>> views = layout.views(bytearray(layout.nbytes))
+        >>> views["b"].shape, views["a"].dtype
+        ((3, 2), dtype('float32'))
+    """
+
+    def __init__(self) -> None:
+        self.fields: dict[Any, tuple[int, tuple[int, ...], np.dtype]] = {}
+        self.nbytes = 0
+
+    def add(self, name: Any, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        """Lay out one more array, after the others."""
+        self.fields[name] = (self.nbytes, shape, dtype)
+        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self.nbytes += -(-max(size, 1) // ALIGN) * ALIGN
+
+    def views(self, buffer: Any) -> dict[Any, np.ndarray]:
+        """Numpy views of every array over ``buffer``: anything with the buffer protocol, or
+        a uint8 array over one (every view's ``base`` is then that array)."""
+        memory = buffer if isinstance(buffer, np.ndarray) else \
+            np.frombuffer(buffer, dtype=np.uint8, count=self.nbytes)
+        return {name: _view(memory, offset, shape, dtype)
+                for name, (offset, shape, dtype) in self.fields.items()}
+
+
+def _view(memory: np.ndarray, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    count = int(np.prod(shape, dtype=np.int64))
+    return memory[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+class ObsLayout(BlockLayout):
     """Where each copy's and agent's observation lives in the shared block.
 
     Args:
@@ -99,10 +144,11 @@ class ObsLayout:
 
     Attributes:
         agents: the agents with a slot.
-        nbytes: the size of the whole block.
+        fields: ``(copy, agent, key) -> (offset, shape, dtype)`` (:class:`BlockLayout`).
     """
 
     def __init__(self, spaces: Mapping[AgentID, gym.Space], num_copies: int) -> None:
+        super().__init__()
         self.leaves: dict[AgentID, list[Leaf]] = {}
         for agent, space in spaces.items():
             leaves = array_leaves(space)
@@ -110,15 +156,10 @@ class ObsLayout:
                 self.leaves[agent] = leaves
         self.agents = list(self.leaves)
         self.num_copies = num_copies
-        self.offsets: dict[tuple[int, AgentID, Optional[str]], int] = {}
-        offset = 0
         for copy in range(num_copies):
             for agent, leaves in self.leaves.items():
                 for key, shape, dtype in leaves:
-                    self.offsets[(copy, agent, key)] = offset
-                    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-                    offset += -(-max(size, 1) // ALIGN) * ALIGN
-        self.nbytes = offset
+                    self.add((copy, agent, key), shape, dtype)
 
 
 class _Block:
@@ -128,16 +169,13 @@ class _Block:
 
     def __init__(self, layout: ObsLayout, buffer: Any) -> None:
         self.memory = np.frombuffer(buffer, dtype=np.uint8, count=layout.nbytes)
+        flat = layout.views(self.memory)
         # One view per copy, agent and array, made once: an array, or key -> array.
         self.views: list[dict[AgentID, Union[np.ndarray, dict[str, np.ndarray]]]] = []
         for copy_index in range(layout.num_copies):
             per_agent: dict[AgentID, Union[np.ndarray, dict[str, np.ndarray]]] = {}
             for agent, leaves in layout.leaves.items():
-                arrays = {}
-                for key, shape, dtype in leaves:
-                    start = layout.offsets[(copy_index, agent, key)]
-                    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-                    arrays[key] = self.memory[start:start + size].view(dtype).reshape(shape)
+                arrays = {key: flat[(copy_index, agent, key)] for key, _, _ in leaves}
                 per_agent[agent] = arrays[None] if None in arrays else cast(Any, arrays)
             self.views.append(per_agent)
         # Every view of the block refers to ``memory`` (numpy's base): with no view

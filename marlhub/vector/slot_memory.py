@@ -35,7 +35,7 @@ import numpy as np
 
 from marlhub.core import AgentID
 from marlhub.vector.arrays import ArrayBatch, row_index
-from marlhub.vector.shared import ALIGN, obs_leaves
+from marlhub.vector.shared import BlockLayout, obs_leaves
 
 __all__ = ["SlotArrays", "SlotLayout", "slot_spaces_unsupported"]
 
@@ -57,7 +57,7 @@ def slot_spaces_unsupported(groups: Mapping[str, Sequence[AgentID]],
     return None
 
 
-class SlotLayout:
+class SlotLayout(BlockLayout):
     """Where each array of the array face lives in the shared block (see the module).
 
     Args:
@@ -78,36 +78,28 @@ class SlotLayout:
         why = slot_spaces_unsupported(groups, observation_space, action_space)
         if why is not None:
             raise ValueError(why)
+        super().__init__()
         self.num_envs = num_envs
         self.groups = {name: list(members) for name, members in groups.items()}
-        self.fields: dict[tuple[str, Optional[str], Optional[str]],
-                          tuple[int, tuple[int, ...], np.dtype]] = {}
-        self.nbytes = 0
         for name, members in self.groups.items():
             lead = (num_envs, len(members))
             leaves = obs_leaves(observation_space(members[0]))
             assert leaves is not None
             for key, shape, dtype in leaves:
-                self._add(("obs", name, key), lead + shape, dtype)
-                self._add(("final", name, key), lead + shape, dtype)
-            self._add(("rewards", name, None), lead, np.dtype(np.float64))
+                self.add(("obs", name, key), lead + shape, dtype)
+                self.add(("final", name, key), lead + shape, dtype)
+            self.add(("rewards", name, None), lead, np.dtype(np.float64))
             for flag in _FLAGS:
-                self._add((flag, name, None), lead, np.dtype(np.bool_))
+                self.add((flag, name, None), lead, np.dtype(np.bool_))
             act = action_space(members[0])
             if type(act) is gym.spaces.Discrete:
-                self._add(("mask", name, None), lead + (int(act.n),), np.dtype(np.int8))
-                self._add(("actions", name, None), lead, np.dtype(np.int64))
+                self.add(("mask", name, None), lead + (int(act.n),), np.dtype(np.int8))
+                self.add(("actions", name, None), lead, np.dtype(np.int64))
             else:
-                self._add(("actions", name, None), lead + tuple(act.shape or ()),
+                self.add(("actions", name, None), lead + tuple(act.shape or ()),
                           np.dtype(act.dtype))
         for what in ("episode_terminated", "episode_truncated", "final_row"):
-            self._add((what, None, None), (num_envs,), np.dtype(np.bool_))
-
-    def _add(self, where: tuple[str, Optional[str], Optional[str]], shape: tuple[int, ...],
-             dtype: np.dtype) -> None:
-        self.fields[where] = (self.nbytes, shape, dtype)
-        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        self.nbytes += -(-max(size, 1) // ALIGN) * ALIGN
+            self.add((what, None, None), (num_envs,), np.dtype(np.bool_))
 
 
 class SlotArrays:
@@ -121,11 +113,8 @@ class SlotArrays:
 
     def __init__(self, layout: SlotLayout, buffer: Any) -> None:
         self.layout = layout
-        memory = np.frombuffer(buffer, dtype=np.uint8, count=layout.nbytes)
         views: dict[str, dict[Any, Any]] = {}
-        for (what, name, key), (offset, shape, dtype) in layout.fields.items():
-            count = int(np.prod(shape, dtype=np.int64))
-            view = memory[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
+        for (what, name, key), view in layout.views(buffer).items():
             if key is None:
                 views.setdefault(what, {})[name] = view
             else:
