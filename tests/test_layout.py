@@ -1,4 +1,5 @@
-"""The package keeps its architecture: layers, private names, sizes, public names, mirrored tests.
+"""The package keeps its architecture: layers, no import circles, private names, sizes, public
+names, mirrored tests.
 
 The layers, bottom to top (DESIGN.md, "Layers and layout"); a module imports
 only from its own layer or below, function-local imports included:
@@ -118,6 +119,84 @@ def test_no_module_imports_a_higher_layer() -> None:
                                   f"{layer_of(importer)}) imports {imported} (layer "
                                   f"{layer_of(imported)})")
     assert not violations, "\n".join(violations)
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    """Module -> {marlhub module it imports: first line}, from every import in the file
+    (function-local and ``if TYPE_CHECKING:`` ones too). A package's ``__init__`` importing
+    its own submodules (one level down) re-exports them; those edges are left out."""
+    graph: dict[str, dict[str, int]] = {}
+    for importer, path in MODULES.items():
+        package = path.name == "__init__.py"
+        edges = graph.setdefault(importer, {})
+        for imported, _, line in imports_of(path):
+            own = package and imported.rpartition(".")[0] == importer
+            if imported not in MODULES or imported == importer or own:
+                continue
+            edges[imported] = min(line, edges.get(imported, line))
+    return graph
+
+
+def strongly_connected(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's, iterative),
+    each sorted, in sorted order: the import circles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next((c for c in children if c not in index or c in on_stack), None)
+            if child is not None and child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph.get(child, ())))))
+                continue
+            if child is not None:
+                low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return sorted(circles)
+
+
+def test_the_circle_finder_finds_loops_and_only_loops() -> None:
+    graph = {"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1, "d": 1}, "d": {"e": 1}, "e": {"d": 1},
+             "f": {"a": 1}}
+    assert strongly_connected(graph) == [["a", "b", "c"], ["d", "e"]]
+    assert strongly_connected({"a": {"b": 1}, "b": {}}) == []
+
+
+def test_no_modules_import_each_other() -> None:
+    graph = import_graph()
+    circles = []
+    for circle in strongly_connected(graph):
+        edges = [f"    {MODULES[m].relative_to(REPO)}:{graph[m][t]}: {m} imports {t}"
+                 for m in circle for t in sorted(graph[m]) if t in circle]
+        circles.append(f"{', '.join(circle)}:\n" + "\n".join(edges))
+    assert not circles, ("modules that import each other, directly or in a loop (a lower "
+                         "module, an interface both import, or one module for what is one "
+                         "class):\n" + "\n".join(circles))
 
 
 def test_modules_named_by_string_are_below_or_handed_up() -> None:

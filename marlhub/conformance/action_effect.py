@@ -26,11 +26,12 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 
 from marlhub.conformance.calls import EnvTimeout
+from marlhub.conformance.host import ProbeHost
 from marlhub.conformance.trajectories import (
     Recording,
     Snapshot,
@@ -40,9 +41,6 @@ from marlhub.conformance.trajectories import (
 )
 from marlhub.contract import rules
 from marlhub.contract.findings import Reproducer
-
-if TYPE_CHECKING:
-    from marlhub.conformance.driver import Driver
 
 __all__ = ["ActionEffectProbe"]
 
@@ -56,9 +54,10 @@ HORIZON = 3
 
 
 class ActionEffectProbe:
-    """The action-effect probe of one :class:`~marlhub.conformance.driver.Driver`."""
+    """The action-effect probe of one :class:`~marlhub.conformance.host.ProbeHost` (the
+    :class:`~marlhub.conformance.driver.Driver` that runs it)."""
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self, driver: ProbeHost) -> None:
         self.d = driver
 
     def run(self, ref: Recording) -> None:

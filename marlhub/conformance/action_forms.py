@@ -22,12 +22,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import gymnasium as gym
 import numpy as np
 
 from marlhub.conformance.calls import EnvTimeout, short
+from marlhub.conformance.host import ProbeHost
 from marlhub.conformance.probes import _clip
 from marlhub.conformance.trajectories import (
     Recording,
@@ -39,9 +40,6 @@ from marlhub.conformance.trajectories import (
 from marlhub.contract import rules
 from marlhub.contract.findings import Reproducer
 
-if TYPE_CHECKING:
-    from marlhub.conformance.driver import Driver
-
 __all__ = ["ActionFormsProbe"]
 
 #: Who sends a 0-d array for a Discrete action.
@@ -51,9 +49,10 @@ ZERO_DIM_SENDERS = ("TorchRL (a batch's action indexed to one env), SB3's and Gy
 
 
 class ActionFormsProbe:
-    """The numpy-forms probe of one :class:`~marlhub.conformance.driver.Driver`."""
+    """The numpy-forms probe of one :class:`~marlhub.conformance.host.ProbeHost` (the
+    :class:`~marlhub.conformance.driver.Driver` that runs it)."""
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self, driver: ProbeHost) -> None:
         self.d = driver
 
     def run(self, ref: Recording) -> None:

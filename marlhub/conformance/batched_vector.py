@@ -7,7 +7,7 @@ separate env seeded ``seed + i``. What holds, and is checked here:
 * **one copy is the hub env**: a batch of one, reset with ``seed``, equals the
   separately made hub env reset with ``seed``, step for step, under each
   autoreset mode's rule (the copy-by-copy comparison of
-  :mod:`marlhub.conformance.vector`, with the batch as the vector env);
+  :mod:`marlhub.conformance.vector_copies`, with the batch as the vector env);
 * **the batch is reproducible and its faces agree**: two batches of ``N`` reset
   with ``seed``, one driven through the dict face and one through the array
   face with the same random actions, return the same observations, rewards,
@@ -35,6 +35,7 @@ from typing import Any, Optional
 import numpy as np
 
 from marlhub.conformance.report import Finding
+from marlhub.conformance.vector_copies import compare_copies
 from marlhub.contract.compare import why_different
 from marlhub.contract.rules import ENV_RAISED, VECTOR_EQUIV
 from marlhub.core import ALL
@@ -52,7 +53,6 @@ def check_batched(env_id: str, num_envs: int, *, seed: int = 0, episodes: int = 
     Returns:
         ``(findings, vector steps, finished episodes)``.
     """
-    from marlhub.conformance.vector import compare_copies
     from marlhub.vector import AUTORESET_MODES
 
     findings: list[Finding] = []

@@ -96,6 +96,8 @@ class _Episode:
 class Driver:
     """Checks one env against every rule of the contract.
 
+    It is the :class:`~marlhub.conformance.host.ProbeHost` its probes report through.
+
     Args:
         env: the env under test (a hub env or anything that quacks like one).
         name: how the target is named in the report.

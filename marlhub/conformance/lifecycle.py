@@ -37,11 +37,12 @@ from __future__ import annotations
 import copy
 import pickle
 import re
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from marlhub.conformance.calls import EnvTimeout, short, unpack_step
+from marlhub.conformance.host import ProbeHost, fresh_env
 from marlhub.conformance.probes import _clip, _close, why_not_refused
 from marlhub.conformance.trajectories import (
     Recording,
@@ -54,9 +55,6 @@ from marlhub.conformance.trajectories import (
 from marlhub.contract import rules
 from marlhub.contract.findings import Reproducer
 from marlhub.errors import MarlhubError
-
-if TYPE_CHECKING:
-    from marlhub.conformance.driver import Driver
 
 __all__ = ["LifecycleProbes", "why_not_rendered"]
 
@@ -103,16 +101,17 @@ def why_not_rendered(mode: str, frame: Any) -> Optional[str]:
 
 
 class LifecycleProbes:
-    """The copy, render and close probes of one :class:`~marlhub.conformance.driver.Driver`."""
+    """The copy, render and close probes of one :class:`~marlhub.conformance.host.ProbeHost`
+    (the :class:`~marlhub.conformance.driver.Driver` that runs them)."""
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self, driver: ProbeHost) -> None:
         self.d = driver
 
     # -- copies ---------------------------------------------------------------------------
 
     def copies(self, ref: Recording) -> None:
         """Deep-copy and pickle an instance a few steps into ``ref``; the copies play on alike."""
-        env = self.d.probes.fresh_env()
+        env = fresh_env(self.d)
         own = env is not None
         env = env if own else self.d.env
         k = min(len(ref.actions) // 2, 10)
@@ -175,7 +174,7 @@ class LifecycleProbes:
         mode = getattr(self.d.env, "render_mode", None)
         if not isinstance(mode, str) or mode not in _PROMISES or mode == "human":
             return  # nothing promised, or a window the check must not open
-        env = self.d.probes.fresh_env()
+        env = fresh_env(self.d)
         own = env is not None
         env = env if own else self.d.env
         seed = self.d.options.seed
@@ -205,7 +204,7 @@ class LifecycleProbes:
     def close(self, ref: Optional[Recording] = None) -> None:
         """Close a fresh instance twice, then step it with episode 0's first action dict (``{}``
         without ``ref``); only a given instance is not closed."""
-        env = self.d.probes.fresh_env()
+        env = fresh_env(self.d)
         if env is None:
             return
         seed = self.d.options.seed

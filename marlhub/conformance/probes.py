@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from marlhub.conformance.calls import (
     EnvTimeout,
@@ -40,6 +40,7 @@ from marlhub.conformance.calls import (
     unpack_step,
 )
 from marlhub.conformance.fresh_process import FreshProcess
+from marlhub.conformance.host import ProbeHost, fresh_env
 from marlhub.conformance.memory import PROBE_EPISODES, memory_growth
 from marlhub.conformance.mid_reset import cut_points
 from marlhub.conformance.trajectories import (
@@ -58,9 +59,6 @@ from marlhub.contract.findings import Reproducer
 from marlhub.episode.play import RandomEpisode, random_actions
 from marlhub.errors import MarlhubError
 from marlhub.spaces import ActionSampler
-
-if TYPE_CHECKING:
-    from marlhub.conformance.driver import Driver
 
 __all__ = ["UNSEEDED_STEPS", "Probes", "why_not_refused"]
 
@@ -119,10 +117,11 @@ def _origin(exc: BaseException) -> str:
 
 
 class Probes:
-    """The target-level probes of one :class:`~marlhub.conformance.driver.Driver`.
+    """The target-level probes of one :class:`~marlhub.conformance.host.ProbeHost` (the
+    :class:`~marlhub.conformance.driver.Driver` that runs them).
 
-    Each method runs one probe on the driver's env and reports through the
-    driver's ``add``; none raises for the env's faults.
+    Each method runs one probe on the host's env and reports through the
+    host's ``add``; none raises for the env's faults.
 
     Example:
         >>> import marlhub
@@ -135,18 +134,13 @@ class Probes:
         []
     """
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self, driver: ProbeHost) -> None:
         self.d = driver
 
     def fresh_env(self) -> Any:
         """A newly built instance, or None (a given instance, or building raised: the main
-        check reports what building the env does)."""
-        if self.d.make_fresh is None:
-            return None
-        try:
-            return self.d.make_fresh()
-        except Exception:
-            return None
+        check reports what building the env does); :func:`marlhub.conformance.host.fresh_env`."""
+        return fresh_env(self.d)
 
     # -- step where there is no episode ---------------------------------------------------
 

@@ -4,7 +4,8 @@
   :class:`~marlhub.adapters.jaxmarl.adapter.JaxMarlHubEnv` (``adapter.py``), its
   keys derived as JaxMARL's examples derive them (``functions.py``).
 * The ``jaxmarl/`` registry family (``family.py``) lists JaxMARL's own registry
-  (``jaxmarl/MPE_simple_spread_v3``, ``jaxmarl/hanabi``, ``jaxmarl/SMAX`` ...);
+  (``jaxmarl/MPE_simple_spread_v3``, ``jaxmarl/hanabi``, ``jaxmarl/SMAX`` ...), each
+  env made once per name and config (``natives.py``);
   ``marlhub.make_vec("jaxmarl/<env>", N)`` is ONE batch of ``N`` copies under
   ``jax.vmap`` and ``jit`` (``batched.py``); ``--against-native`` compares with
   JaxMARL's own ``step`` (``lockstep.py``).

@@ -26,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.adapters.jaxmarl.functions import functions_for, is_turn_based
+from marlhub.adapters.jaxmarl.natives import cached_make
 from marlhub.core import (
     ALL,
     COMMON,
@@ -161,8 +162,6 @@ class JaxMarlHubEnv(MultiAgentEnv):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if "jaxmarl_env" not in state:  # the same env object as the family's: compiled once
-            from marlhub.adapters.jaxmarl.family import cached_make
-
             name, config = state["made_as"]
             self.jaxmarl_env = cached_make(name, tuple(sorted(config.items())))
         self._fns = functions_for(self.jaxmarl_env)

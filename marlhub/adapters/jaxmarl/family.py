@@ -22,12 +22,11 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Iterable
 from typing import Any, Optional
 
-from marlhub.adapters.jaxmarl import import_jaxmarl
+from marlhub.adapters.jaxmarl.natives import _jaxmarl, cached_make
 from marlhub.context import EnvContext
 from marlhub.contract.findings import Finding
 from marlhub.errors import ConfigError, UnknownEnvError, closest
@@ -52,10 +51,6 @@ SCENARIO_FAULTS = {name: {"target.pettingzoo.parallel": _SMAX_PARALLEL}
                    for name in ("SMAX", "HeuristicEnemySMAX")}
 #: The MABrax ids, made only where brax is installed.
 MABRAX = ("ant_4x2", "halfcheetah_6x1", "hopper_3x1", "humanoid_9|8", "walker2d_2x3")
-
-
-def _jaxmarl() -> Any:
-    return import_jaxmarl("The jaxmarl/ env family")
 
 
 def _unsupported(name: str) -> Optional[str]:
@@ -84,13 +79,6 @@ def accepted_keys(cls: type) -> set[str]:
         if not any(p.kind == p.VAR_KEYWORD for p in parameters):
             return keys
     return {"*"}
-
-
-@functools.lru_cache(maxsize=64)
-def cached_make(name: str, config: tuple[tuple[str, Any], ...]) -> Any:
-    """``jaxmarl.make(name, **config)``, once per name and config: a JaxMARL env is pure
-    functions (its state travels apart), so hub envs share it and its compiled code."""
-    return _jaxmarl().make(name, **dict(config))
 
 
 class JaxMarlFamily:
