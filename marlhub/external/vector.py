@@ -38,11 +38,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
-from marlhub.core import ALL
 from marlhub.episode.prechecked import actions_prechecked
 from marlhub.external.copies import DEFAULT_TIMEOUT, ExternalCopy
 from marlhub.external.episodes import END, EpisodeBook
-from marlhub.vector.autoreset import DISABLED, NEXT_STEP, SAME_STEP
+from marlhub.vector.autoreset import NEXT_STEP, SAME_STEP
 from marlhub.vector.ready import RUNNING, Received, count_of, received
 from marlhub.vector.sync import SyncVectorMultiAgentEnv
 
@@ -91,23 +90,18 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
 
     # -- whoever is ready first --------------------------------------------------------
 
-    def async_reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
+    def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
         """Let every copy (or those ``options["reset_mask"]`` selects) claim a new episode;
         :meth:`recv` returns each as soon as its first request is in."""
-        _, _, rows = self._rows_to_reset(options)
+        _, _, rows = self._rows_to_reset(options, face)
         for i in rows:
             self.envs[i].let_go(f"the learner reset copy {i} in the middle of the episode")
             self._resetting.add(i)
         self._cycle.start(rows)
 
-    def send(self, actions: Sequence[Any], copy_ids: Any) -> None:
+    def _send(self, actions: Sequence[Any], copy_ids: Any) -> None:
         """Answer the requests of exactly the copies ``copy_ids`` (``actions[k]`` for
-        ``copy_ids[k]``); their next requests come from :meth:`recv`.
-
-        Raises:
-            VectorEnvError: a copy that is not held, or a count of actions that does not match.
-            ActionError: a bad action dict (copy and agent named); no copy was answered.
-        """
+        ``copy_ids[k]``); their next requests come from :meth:`recv`."""
         self._check_open()
         rows = self._cycle.check_send(copy_ids, count_of(self.name(), actions))
         checked = self._book.check_rows(actions, rows)
@@ -115,14 +109,10 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
             self._before_steps(rows, checked)
         self._cycle.start(rows)
 
-    def recv(self) -> Received:
-        """Return the next :attr:`batch_size` copies whose simulators asked (fewer when the
-        others do not ask within ``timeout``), as :class:`~marlhub.vector.ready.Received`.
-
-        Raises:
-            VectorEnvError: no copy is running or ready.
-            ExternalTimeoutError: no copy got a request within ``timeout``.
-        """
+    def _recv(self) -> Received:
+        """The next :attr:`batch_size` copies whose simulators asked (fewer when the others
+        do not ask within ``timeout``; :class:`~marlhub.errors.ExternalTimeoutError` when
+        none does)."""
         self._check_open()
         cycle = self._cycle
         want = min(cycle.batch_size, cycle.running + cycle.ready_count())
@@ -184,14 +174,10 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
         if i in self._resetting:
             self._resetting.discard(i)
             obs, infos = self._run(i, "reset", env_copy.reset)
-            mask = [k == i for k in range(self.num_envs)]
-            self._book.record_reset([obs if k == i else {} for k in range(self.num_envs)],
-                                    [infos if k == i else {} for k in range(self.num_envs)], mask)
-            cycle.arrive(i, (obs, {}, {ALL: False}, {ALL: False}, infos))
+            self._book.arrive_reset([i], [obs], [infos])
             return
         result = self._run(i, "recv", lambda: env_copy.step(None))
-        self._book.record_step([result], [env_copy.over], [i])
-        cycle.arrive(i, result, self.autoreset_mode == DISABLED and self._book.ended[i])
+        self._book.arrive_step([i], [result], [env_copy.over])
 
     def close_extras(self, **kwargs: Any) -> None:
         """Drop the running episodes, close the book, and stop what feeds it."""

@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
-from marlhub.errors import VectorEnvError
 from marlhub.vector.arrays import row_index
-from marlhub.vector.autoreset import DISABLED, SAME_STEP
+from marlhub.vector.autoreset import SAME_STEP
+from marlhub.vector.book import ARRAYS
 from marlhub.vector.ready import ReadyCopies, ReceivedArrays
 
 if TYPE_CHECKING:
@@ -62,7 +62,6 @@ class ArrayCycle:
         _slots: Optional[SlotArrays]
         _group_actions: GroupActions
         _requests: list[deque[tuple[str, list[int], int]]]
-        _face_in_use: Optional[str]
         _masked: set[str]
         _book: Any
 
@@ -74,9 +73,9 @@ class ArrayCycle:
 
         def _pump(self) -> None: ...
 
-        def _resets_to_start(self, seed: Any, options: Optional[dict[str, Any]], call: str
-                             ) -> tuple[list[Any], Optional[np.ndarray],
-                                        Optional[dict[str, Any]], list[int]]: ...
+        def _resets_to_start(self, seed: Any, options: Optional[dict[str, Any]], call: str,
+                             face: str) -> tuple[list[Any], Optional[np.ndarray],
+                                                 Optional[dict[str, Any]], list[int]]: ...
 
         def _request(self, what: str, rows: list[int],
                      payload: Callable[[range, list[int], int], Any]) -> None: ...
@@ -89,14 +88,10 @@ class ArrayCycle:
         workers answer, rewards zero and done flags False."""
         if self._slots is None:  # built from the copies' dicts
             return super().async_reset_arrays(seed, options)  # type: ignore[misc]
-        seeds, mask, rest, rows = self._resets_to_start(seed, options, "async_reset_arrays()")
+        seeds, mask, rest, rows = self._resets_to_start(seed, options, "async_reset_arrays()",
+                                                        ARRAYS)
         if mask is None:
-            self._face_in_use = "arrays"
             self._masked = set()
-        elif self._face_in_use != "arrays":
-            raise VectorEnvError(self.name(), "async_reset_arrays() got a reset_mask, but "
-                                 "the array face holds no episode",
-                                 "async_reset_arrays() every copy first.")
         self._request("reset_arrays", rows, lambda r, mine, _: (
             [(seeds[i], rest) if i in mine else None for i in r], True))
 
@@ -117,7 +112,7 @@ class ArrayCycle:
             return super().send_arrays(actions, copy_ids)  # type: ignore[misc]
         slots = self._slots
         self._check_idle()
-        self._check_face("send_arrays()")
+        self._book.check_face(ARRAYS, "send_arrays()")
         rows = self._cycle.check_send(copy_ids)
         where = row_index(rows)
         binding = self._book.masks_binding[0]
@@ -147,7 +142,7 @@ class ArrayCycle:
             return super().recv_arrays()  # type: ignore[misc]
         slots = self._slots
         self._check_idle()
-        self._check_face("recv_arrays()")
+        self._book.check_face(ARRAYS, "recv_arrays()")
         self._check_workers("recv_arrays()")
         while self._cycle.ready_count() < self._cycle.batch_size and self._cycle.running:
             self._pump()
@@ -162,16 +157,8 @@ class ArrayCycle:
         slots = self._slots
         assert slots is not None
         self._masked.update(masked)
-        park = self.autoreset_mode == DISABLED
-        for i, info in zip(rows, infos):
-            ended = park and bool(slots.episode_terminated[i] or slots.episode_truncated[i])
-            self._cycle.arrive(i, info, ended)
-
-    def _check_face(self, call: str) -> None:
-        if self._face_in_use != "arrays":
-            raise VectorEnvError(self.name(), f"{call} was called, but the array face holds no "
-                                 "episode (one face per episode)",
-                                 "Start one with async_reset_arrays().")
+        self._book.arrived(rows, infos, [bool(slots.episode_terminated[i]
+                                              or slots.episode_truncated[i]) for i in rows])
 
 
 def _copies_of_worker(copies: range, mine: list[int], _block: int) -> Optional[list[int]]:

@@ -20,17 +20,10 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
-from marlhub.core import ALL
-from marlhub.errors import VectorEnvError, WorkerError
-from marlhub.vector.base import DISABLED, reset_mask_of, seeds_for
-from marlhub.vector.ready import (
-    ReadyCopies,
-    Received,
-    count_of,
-    received,
-    rows_of,
-    spread,
-)
+from marlhub.errors import WorkerError
+from marlhub.vector.arguments import reset_mask_of, seeds_for
+from marlhub.vector.book import DICTS
+from marlhub.vector.ready import ReadyCopies, Received, count_of, received, rows_of
 
 if TYPE_CHECKING:
     from marlhub.vector.book import CopyBook
@@ -53,7 +46,6 @@ class WorkerCycle:
         _cycle: ReadyCopies
         _requests: list[deque[tuple[str, list[int], int]]]
         _failure: Optional[str]
-        _face_in_use: Optional[str]
 
         def name(self) -> str: ...
 
@@ -62,27 +54,21 @@ class WorkerCycle:
         def _arrived_arrays(self, rows: Sequence[int], infos: Sequence[Any],
                             masked: Sequence[str]) -> None: ...
 
-    @property
-    def batch_size(self) -> int:
-        """How many copies :meth:`recv` returns."""
-        return self._cycle.batch_size
-
-    def async_reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
+    def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
         """Start a reset of every copy (or of those ``options["reset_mask"]`` selects, which
-        must be held or parked); :meth:`recv` returns them as their workers answer, rewards
-        ``{}`` and done flags False."""
-        seeds, mask, rest, rows = self._resets_to_start(seed, options, "async_reset()")
-        if mask is None:
-            self._face_in_use = "dicts"
+        must be held or parked) for ``recv`` in ``face``, built from the copies' dicts;
+        ``recv`` returns them as their workers answer, rewards ``{}`` and done flags False."""
+        call = "async_reset()" if face == DICTS else "async_reset_arrays()"
+        seeds, mask, rest, rows = self._resets_to_start(seed, options, call, face)
         self._request("reset", rows, lambda r, mine, block: (
             block, [(seeds[i], rest) if i in mine else None for i in r]))
 
-    def _resets_to_start(self, seed: Any, options: Optional[dict[str, Any]], call: str
-                         ) -> tuple[list[Any], Optional[np.ndarray], Optional[dict[str, Any]],
-                                    list[int]]:
+    def _resets_to_start(self, seed: Any, options: Optional[dict[str, Any]], call: str,
+                         face: str) -> tuple[list[Any], Optional[np.ndarray],
+                                             Optional[dict[str, Any]], list[int]]:
         """The seeds, reset mask, options for the copies and rows of ``call`` (an
-        ``async_reset`` of either face), once the copies it resets are found resettable and
-        the workers alive."""
+        ``async_reset`` of ``face``, which a reset of every copy claims), once the copies it
+        resets are found resettable and the workers alive."""
         self._check_idle()
         seeds = seeds_for(self.name(), seed, self.num_envs)
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
@@ -90,8 +76,11 @@ class WorkerCycle:
         if mask is None:
             self._cycle.check_idle(call)
         else:
+            self._book.check_face(face, call)
             self._cycle.check_resettable(rows)
         self._check_workers(call)
+        if mask is None:
+            self._book.claim_face(face)
         return seeds, mask, rest, rows
 
     def _request(self, what: str, rows: list[int],
@@ -109,21 +98,11 @@ class WorkerCycle:
                 self._requests[w].append((what, mine, block))
         self._cycle.start(rows)
 
-    def send(self, actions: Sequence[Any], copy_ids: Any) -> None:
+    def _send(self, actions: Sequence[Any], copy_ids: Any) -> None:
         """Send the copies ``copy_ids`` their actions (``actions[k]`` for ``copy_ids[k]``), one
-        request per worker; :meth:`recv` returns their results as they come.
-
-        Raises:
-            VectorEnvError: a copy that is not held (not returned by the last :meth:`recv`,
-                or sent twice), or a count of actions that does not match.
-            ActionError: a bad action dict (copy and agent named); nothing was sent.
-            WorkerError: a worker died.
-        """
+        request per worker; ``recv`` returns their results as they come (a dead worker
+        raises :class:`~marlhub.errors.WorkerError`)."""
         self._check_idle()
-        if self._face_in_use == "arrays":
-            raise VectorEnvError(self.name(), "send() was called, but the array face holds the "
-                                 "episode (one face per episode)",
-                                 "Call async_reset() to start an episode of dicts.")
         rows = self._cycle.check_send(copy_ids, count_of(self.name(), actions))
         checked = self._book.check_rows(actions, rows)
         self._check_workers("send()")
@@ -131,23 +110,12 @@ class WorkerCycle:
         self._request("step", rows, lambda r, mine, block: (
             block, [checked[position[i]] for i in mine], [i - r.start for i in mine]))
 
-    def recv(self) -> Received:
-        """Wait for the next :attr:`batch_size` copies to be ready (fewer when no more can come)
-        and return their results, first in first, as
-        :class:`~marlhub.vector.ready.Received`: the five lists of ``step()`` and
-        ``copy_ids``.
-
-        Raises:
-            VectorEnvError: no copy is running or ready.
-            WorkerError: a worker died (whatever other copies are ready), a copy raised,
-                or no worker answered within the vector env's ``timeout``.
-        """
+    def _recv(self) -> Received:
+        """Wait for the next ``batch_size`` copies to be ready (fewer when no more can come)
+        and return their results, first in first: a :class:`~marlhub.errors.WorkerError`
+        when a worker died (whatever other copies are ready), a copy raised, or no worker
+        answered within the vector env's ``timeout``."""
         self._check_idle()
-        if self._face_in_use == "arrays":
-            raise VectorEnvError(self.name(), "recv() was called, but the array face holds the "
-                                 "episode (one face per episode)",
-                                 "Call recv_arrays(), or async_reset() to start an episode of "
-                                 "dicts.")
         self._check_workers("recv()")
         while self._cycle.ready_count() < self._cycle.batch_size and self._cycle.running:
             self._pump()
@@ -177,20 +145,13 @@ class WorkerCycle:
                 continue
             if what == "reset":
                 payload = [p for p in payload if p is not None]
-                obs = [self._read(i, p[0], block) for i, p in zip(rows, payload)]
-                infos = [p[1] for p in payload]
-                mask = np.zeros(self.num_envs, bool)
-                mask[rows] = True
-                self._book.record_reset(spread(rows, obs, self.num_envs),
-                                        spread(rows, infos, self.num_envs), mask)
-                results: list[tuple[Any, ...]] = [(ob, {}, {ALL: False}, {ALL: False}, info)
-                           for ob, info in zip(obs, infos)]
+                self._book.arrive_reset(rows, [self._read(i, p[0], block)
+                                               for i, p in zip(rows, payload)],
+                                        [p[1] for p in payload])
             else:
-                results = [(self._read(i, p[0], block), *p[1:5]) for i, p in zip(rows, payload)]
-                self._book.record_step(results, [p[5] for p in payload], rows)
-            park = self.autoreset_mode == DISABLED
-            for i, result in zip(rows, results):
-                self._cycle.arrive(i, result, park and self._book.ended[i])
+                self._book.arrive_step(rows, [(self._read(i, p[0], block), *p[1:5])
+                                              for i, p in zip(rows, payload)],
+                                       [p[5] for p in payload])
 
     def _drain(self) -> None:
         """After a copy raised: wait out every request still under way and drop what waits for

@@ -33,7 +33,7 @@ from marlhub.vector.base import (
     seeds_for,
     values_per_copy,
 )
-from marlhub.vector.book import CopyBook
+from marlhub.vector.book import ARRAYS, DICTS, CopyBook
 from marlhub.vector.copies import build_copy, check_env_fns, describe_env
 from marlhub.vector.group_actions import GroupActions
 from marlhub.vector.processes import CLOSE_SECONDS, WorkerPool, default_num_workers
@@ -156,7 +156,6 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
         layout, buffers = self._shared_blocks(ctx, probe) if shared_memory else (None, None)
         self._slots = self._slot_block(ctx, probe) if array_face else None
         self.array_face = array_face
-        self._face_in_use: Optional[str] = None  # "dicts" or "arrays", set by the resets
         self._masked: set[str] = set()  # groups of the array face that have shown a mask
         self._pool = WorkerPool(self.env_fns, self.num_workers, ctx, buffers, layout,
                                 self.autoreset_mode, daemon,
@@ -177,7 +176,7 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
         self._book = CopyBook(self.name(), self.num_envs, self.autoreset_mode,
                               [c.possible_agents for c in self.envs],
                               [c.get_action_space for c in self.envs],
-                              [check_masks and c.masks_binding for c in self.envs])
+                              [check_masks and c.masks_binding for c in self.envs], self._cycle)
         if self._slots is not None:
             assert self.single_action_spaces is not None
             self._group_actions = GroupActions(self.name(), self.num_envs,
@@ -218,22 +217,21 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
 
     # -- reset ----------------------------------------------------------------------
 
-    def reset(self, *, seed: Any = None,
-              options: Optional[dict[str, Any]] = None) -> tuple[list[Any], list[Any]]:
-        """Reset every copy (copy ``i`` seeded ``seed + i``); return ``(obs_list, infos_list)``.
-
-        ``options`` go to every copy's ``reset``, except ``"reset_mask"`` (one bool
-        per copy: reset only those; the others return their actors' last obs and
-        infos), as in :meth:`SyncVectorMultiAgentEnv.reset`.
-        """
-        self.reset_async(seed=seed, options=options)
+    def _reset(self, seed: Any, options: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+        self._reset_async(seed, options)
         return self.reset_wait()
 
     def reset_async(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
         """Send the reset to the workers; :meth:`reset_wait` returns its results."""
+        if options is not None and "reset_mask" in options:
+            self._book.check_face(DICTS, "reset_async()")
+        self._reset_async(seed, options)
+        if options is None or "reset_mask" not in options:
+            self._book.claim_face(DICTS)
+
+    def _reset_async(self, seed: Any, options: Optional[dict[str, Any]]) -> None:
         self._check_idle()
         self._cycle.check_idle("reset()")
-        self._face_in_use = "dicts"
         seeds = seeds_for(self.name(), seed, self.num_envs)
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
         self._mask = mask
@@ -263,26 +261,24 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
 
     # -- step -------------------------------------------------------------------------
 
-    def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
-        """Step every copy with its action dict; return the five per-copy lists.
+    def _step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
+        self._step_async(actions)
+        return self.step_wait()
+
+    def step_async(self, actions: Sequence[Any]) -> None:
+        """Check the action list and send it to the workers; :meth:`step_wait` returns the results.
 
         Raises:
             ActionError: the list's length, or one copy's action dict, is wrong (the
                 copy and agent are named); nothing was sent to any worker.
             ResetNeededError: before ``reset``, or after a copy raised.
-            WorkerError: a copy raised in its worker, or a worker died.
         """
-        self.step_async(actions)
-        return self.step_wait()
+        self._book.check_face(DICTS, "step_async()")
+        self._step_async(actions)
 
-    def step_async(self, actions: Sequence[Any]) -> None:
-        """Check the action list and send it to the workers; :meth:`step_wait` returns the results."""
+    def _step_async(self, actions: Sequence[Any]) -> None:
         self._check_idle()
         self._cycle.check_idle("step()")
-        if self._face_in_use == "arrays":
-            raise VectorEnvError(self.name(), "step() was called, but the array face holds the "
-                                 "episode (one face per episode)",
-                                 "Call step_arrays(), or reset() to start an episode of dicts.")
         actions = self._book.check_actions(actions)
         block = self._block = self._shared.next_block() if self._shared is not None else 0
         self._pool.send([("step", (block, list(actions[r.start:r.stop]), None))
@@ -319,12 +315,11 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
         self._cycle.check_idle("reset_arrays()")
         seeds = seeds_for(self.name(), seed, self.num_envs)
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
-        if mask is not None and self._face_in_use != "arrays":
-            raise VectorEnvError(self.name(), "reset_arrays() got a reset_mask, but the array "
-                                 "face holds no episode", "reset_arrays() every copy first.")
+        if mask is not None:
+            self._book.check_face(ARRAYS, "reset_arrays()")
         self._pool.send([("reset_arrays", ([(seeds[i], rest) if mask is None or mask[i] else None
                                             for i in r], False)) for r in self._pool.ranges])
-        self._face_in_use = "arrays"
+        self._book.claim_face(ARRAYS)
         if mask is None:
             self._masked = set()
         return self._array_batch("reset_arrays()")
@@ -345,10 +340,7 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
             return super().step_arrays(actions)
         self._check_idle()
         self._cycle.check_idle("step_arrays()")
-        if self._face_in_use != "arrays":
-            raise VectorEnvError(self.name(), "step_arrays() was called, but the array face "
-                                 "holds no episode (one face per episode)",
-                                 "Call reset_arrays() first.")
+        self._book.check_face(ARRAYS, "step_arrays()")
         binding = self._book.masks_binding[0]
         slots, checker = self._slots, self._group_actions
         masks = {name: slots.masks[name] for name in self._masked} if binding else {}

@@ -8,12 +8,16 @@ module is imported, the base class stands in for Ray's; as soon as it is
 (by anyone, before or after marlhub), :func:`adopt_ray_base` puts Ray's class
 in its place (an import hook calls it right after Ray's module runs).
 
-The autoreset modes live in :mod:`marlhub.vector.autoreset` (named here too, for
-code written against earlier releases).
+The autoreset modes live in :mod:`marlhub.vector.autoreset` and the checks of the
+calls' arguments in :mod:`marlhub.vector.arguments` (both named here too, for code
+written against earlier releases).
 
 Example:
-    >>> seeds_for("VectorEnv", 7, 3)
-    [7, 8, 9]
+    >>> from marlhub.envs import RockPaperScissors
+    >>> from marlhub.vector import SyncVectorMultiAgentEnv
+    >>> envs = SyncVectorMultiAgentEnv([RockPaperScissors] * 2)
+    >>> isinstance(envs, VectorMultiAgentEnv), envs.batch_size
+    (True, 2)
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import numpy as np
 
 from marlhub.core import AgentID
 from marlhub.errors import VectorEnvError
+from marlhub.vector.arguments import one_seed, reset_mask_of, seeds_for, values_per_copy
 from marlhub.vector.autoreset import (
     AUTORESET_MODES,
     DISABLED,
@@ -38,6 +43,8 @@ from marlhub.vector.autoreset import (
     SAME_STEP,
     parse_autoreset_mode,
 )
+from marlhub.vector.book import ARRAYS, DICTS
+from marlhub.vector.ready import ReceivedArrays
 
 __all__ = [
     "AUTORESET_MODES",
@@ -59,94 +66,6 @@ RAY_MODULE = "ray.rllib.env.vector.vector_multi_agent_env"
 
 class _WithoutRay:
     """Stands where Ray's ``VectorMultiAgentEnv`` goes until Ray's module is imported."""
-
-
-def seeds_for(env_name: str, seed: Any, num_envs: int) -> list[Optional[int]]:
-    """Return one seed per copy: ``seed + i`` for an int, the list itself, or Nones.
-
-    Raises:
-        VectorEnvError: a list of the wrong length, or something that is no seed.
-    """
-    if seed is None:
-        return [None] * num_envs
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
-        return [int(seed) + i for i in range(num_envs)]
-    if isinstance(seed, Sequence) and not isinstance(seed, str):
-        if len(seed) != num_envs:
-            raise VectorEnvError(
-                env_name, f"reset() got {len(seed)} seeds for {num_envs} copies",
-                "Pass one int (copy i is seeded seed + i), one seed per copy, or None.")
-        return [None if s is None else int(s) for s in seed]
-    raise VectorEnvError(env_name, f"reset() got the seed {seed!r}",
-                         "Pass an int (copy i is seeded seed + i), a list of one seed per "
-                         "copy, or None.")
-
-
-def one_seed(env_name: str, seed: Any, mask: Any, seeding: str) -> Optional[int]:
-    """Return the one seed of a natively batched simulator (seeded once for all copies), or None.
-
-    Args:
-        env_name: the vector env's name, for messages.
-        seed: what ``reset`` got.
-        mask: the ``reset_mask`` (None: every copy is reset).
-        seeding: what the simulator's seed reproduces, in its words (for the message).
-
-    Raises:
-        VectorEnvError: one seed per copy, a seed with a ``reset_mask``, or no int.
-
-    Example:
-        >>> one_seed("Vec", 3, None, ""), one_seed("Vec", None, [True], "")
-        (3, None)
-    """
-    if isinstance(seed, Sequence) and not isinstance(seed, str):
-        raise VectorEnvError(
-            env_name, f"reset() got one seed per copy ({len(seed)}), and the batched "
-            "simulator is seeded once for all copies", f"Pass one int. {seeding}")
-    if seed is not None and mask is not None:
-        raise VectorEnvError(
-            env_name, "reset() got a seed with a reset_mask; the batched simulator seeds "
-            "all copies at once", "Reset the masked copies without a seed, or reset every "
-            "copy with reset(seed=s).")
-    if seed is not None and (isinstance(seed, (bool, np.bool_))
-                             or not isinstance(seed, (int, np.integer))):
-        raise VectorEnvError(env_name, f"reset() got the seed {seed!r}", "Pass an int, or None.")
-    return None if seed is None else int(seed)
-
-
-def reset_mask_of(env_name: str, options: Optional[Mapping[str, Any]],
-                  num_envs: int) -> tuple[Optional[np.ndarray], Optional[dict[str, Any]]]:
-    """Split ``options`` into the ``reset_mask`` (or None) and the options for the copies.
-
-    Raises:
-        VectorEnvError: a mask that is not one bool per copy, or that resets no copy.
-    """
-    if options is None or "reset_mask" not in options:
-        return None, None if options is None else dict(options)
-    rest = {k: v for k, v in options.items() if k != "reset_mask"}
-    raw = options["reset_mask"]
-    mask = np.asarray(raw)
-    if mask.dtype != np.bool_ or mask.shape != (num_envs,):
-        raise VectorEnvError(
-            env_name, f"options['reset_mask'] must be {num_envs} bools, one per copy, got {raw!r}",
-            f"Pass a numpy bool array of shape ({num_envs},) that is True for the copies to reset.")
-    if not mask.any():
-        raise VectorEnvError(env_name, "options['reset_mask'] resets no copy (all False)",
-                             "Set it True for at least one copy, or do not call reset().")
-    return mask, rest or None
-
-
-def values_per_copy(name: str, values: Any, num_envs: int) -> list[Any]:
-    """Return one value per copy: ``values`` itself (a list or tuple of the right length) or repeats.
-
-    Raises:
-        VectorEnvError: a list or tuple of the wrong length.
-    """
-    if not isinstance(values, (list, tuple)):
-        return [values] * num_envs
-    if len(values) != num_envs:
-        raise VectorEnvError(name, f"set_attr() got {len(values)} values for {num_envs} copies",
-                             "Pass one value per copy, or one value (not a list) for all.")
-    return list(values)
 
 
 class VectorMultiAgentEnv(_WithoutRay):
@@ -172,6 +91,8 @@ class VectorMultiAgentEnv(_WithoutRay):
     num_envs: int = 0
     env_id: Optional[str] = None
     autoreset_mode: str = NEXT_STEP
+    # Where each copy stands, the cycle and the face that holds the episode (the source's).
+    _book: Any = None
     # The copies (sync), or what the parent knows of each (async: RemoteCopy).
     envs: list[Any] = []
     single_observation_spaces: Optional[dict[AgentID, gym.Space]] = None
@@ -233,15 +154,88 @@ class VectorMultiAgentEnv(_WithoutRay):
             self._found_groups = found
         return found
 
+    # -- the faces, written once over each source's calls ---------------------------------
+    # A source implements _reset(seed, options) -> (obs, infos), _step(actions) -> the five
+    # lists, _async_reset(seed, options, face), _send(actions, copy_ids) and _recv() ->
+    # Received, each recording in the book; the faces below check that they hold the
+    # episode and convert. Sources with arrays of their own override the array forms.
+
+    def reset(self, *, seed: Any = None,
+              options: Optional[dict[str, Any]] = None) -> tuple[list[Any], list[Any]]:
+        """Reset every copy (copy ``i`` seeded ``seed + i``); return ``(obs_list, infos_list)``.
+
+        Args:
+            seed: an int (copy ``i`` gets ``seed + i``), one seed per copy, or None.
+            options: passed to every copy's ``reset``, except ``"reset_mask"``: a bool
+                array, one per copy, that resets only the copies where it is True; the
+                others return their actors' last obs and infos and go on.
+        """
+        masked = _masked(options)
+        if masked:
+            self._book.check_face(DICTS, "reset()")
+        obs, infos = self._reset(seed, options)
+        if not masked:
+            self._book.claim_face(DICTS)
+        return obs, infos
+
+    def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
+        """Step every copy with its action dict; return the five per-copy lists.
+
+        Raises:
+            ActionError: the list's length, or one copy's action dict, is wrong (the
+                copy and agent are named); no copy was stepped.
+            ResetNeededError: before ``reset``, or after a copy raised in the last call.
+        """
+        if self._book.face is not DICTS:
+            self._book.check_face(DICTS, "step()")
+        return self._step(actions)
+
+    def async_reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
+        """Start a reset of every copy (or of those ``options["reset_mask"]`` selects, which
+        must be held or parked); :meth:`recv` returns them, rewards ``{}`` and done flags False."""
+        self._async_reset(seed, options, DICTS)
+
+    def send(self, actions: Sequence[Any], copy_ids: Any) -> None:
+        """Step exactly the copies ``copy_ids`` (``actions[k]`` for ``copy_ids[k]``); their
+        results come from :meth:`recv`.
+
+        Raises:
+            VectorEnvError: a copy that is not held (not returned by the last :meth:`recv`,
+                or sent twice), or a count of actions that does not match.
+            ActionError: a bad action dict (copy and agent named); no copy was stepped.
+        """
+        self._book.check_face(DICTS, "send()")
+        self._send(actions, copy_ids)
+
+    def recv(self) -> Any:
+        """Return the next :attr:`batch_size` ready copies' results, first stepped first (fewer
+        when no more can come), as :class:`~marlhub.vector.ready.Received`: the five lists
+        of :meth:`step` and ``copy_ids``.
+
+        Raises:
+            VectorEnvError: no copy is ready or running.
+        """
+        self._book.check_face(DICTS, "recv()")
+        return self._recv()
+
+    @property
+    def batch_size(self) -> int:
+        """How many copies :meth:`recv` returns."""
+        return int(self._book.cycle.batch_size)
+
     def reset_arrays(self, *, seed: Any = None, options: Optional[dict[str, Any]] = None) -> Any:
         """Reset as :meth:`reset` does; return the array face's
         :class:`~marlhub.vector.arrays.ArrayBatch` (per group, ``(num_envs, n, ...)``).
 
-        The arrays are built from the copies' dicts. Use one face per episode: the array
-        face keeps who is alive from the calls it makes.
+        The arrays are built from the copies' dicts; the array face holds the episode
+        (one face per episode: it keeps who is alive from the calls it converts).
         """
-        obs, infos = self.reset(seed=seed, options=options)
-        mask = None if not options or "reset_mask" not in options else options["reset_mask"]
+        mask = options["reset_mask"] if _masked(options) else None  # type: ignore[index]
+        if mask is not None:
+            self._book.check_face(ARRAYS, "reset_arrays()")
+        obs, infos = self._reset(seed, options)
+        if mask is None:
+            self._book.claim_face(ARRAYS)
         return self._dict_arrays().reset(obs, infos, self.actors, mask)
 
     def step_arrays(self, actions: Any) -> Any:
@@ -252,12 +246,13 @@ class VectorMultiAgentEnv(_WithoutRay):
             VectorEnvError: a missing group, or an array of the wrong shape or dtype.
             ActionError: an acting slot's action outside its space or mask.
         """
+        self._book.check_face(ARRAYS, "step_arrays()")
         per_copy = self._action_dicts(actions, range(self.num_envs), None)
-        return self._dict_arrays().step(self.step(per_copy), self.actors)
+        return self._dict_arrays().step(self._step(per_copy), self.actors)
 
     def async_reset_arrays(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
         """``async_reset`` on the array face: :meth:`recv_arrays` returns the copies reset."""
-        self.async_reset(seed=seed, options=options)  # type: ignore[attr-defined]
+        self._async_reset(seed, options, ARRAYS)
         mask, _ = reset_mask_of(self.name(), options, self.num_envs)
         self._dict_arrays().restart(range(self.num_envs) if mask is None
                                     else np.flatnonzero(mask).tolist())
@@ -266,9 +261,8 @@ class VectorMultiAgentEnv(_WithoutRay):
         """``recv()`` on the array face: the next ``batch_size`` ready copies as
         :class:`~marlhub.vector.ready.ReceivedArrays`, the
         :class:`~marlhub.vector.arrays.ArrayBatch` of their rows and their ``copy_ids``."""
-        from marlhub.vector.ready import ReceivedArrays
-
-        got = self.recv()  # type: ignore[attr-defined]
+        self._book.check_face(ARRAYS, "recv_arrays()")
+        got = self._recv()
         rows = got.copy_ids.tolist()
         batch = self._dict_arrays().step(tuple(got[:5]), self.actors, rows=rows)
         return ReceivedArrays(batch, got.copy_ids)
@@ -276,8 +270,29 @@ class VectorMultiAgentEnv(_WithoutRay):
     def send_arrays(self, actions: Any, copy_ids: Any) -> None:
         """``send()`` on the array face: per group, one row of actions per copy id
         (``(len(copy_ids), n, ...)``); :meth:`recv_arrays` returns their results."""
-        rows = self._cycle.check_send(copy_ids)  # type: ignore[attr-defined]
-        self.send(self._action_dicts(actions, rows, rows), rows)  # type: ignore[attr-defined]
+        self._book.check_face(ARRAYS, "send_arrays()")
+        rows = self._book.cycle.check_send(copy_ids)
+        self._send(self._action_dicts(actions, rows, rows), rows)
+
+    def _reset(self, seed: Any, options: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+        """Reset the copies (the source's); record it in the book; return the two lists."""
+        raise NotImplementedError
+
+    def _step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
+        """Step every copy with checked actions (the source's); record it; return the lists."""
+        raise NotImplementedError
+
+    def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
+        """Start a reset of some copies for ``recv`` in ``face`` (the source's)."""
+        raise NotImplementedError
+
+    def _send(self, actions: Sequence[Any], copy_ids: Any) -> None:
+        """Start a step of the copies ``copy_ids`` (the source's)."""
+        raise NotImplementedError
+
+    def _recv(self) -> Any:
+        """The next ready copies' results, recorded in the book (the source's)."""
+        raise NotImplementedError
 
     def _action_dicts(self, actions: Any, rows: Sequence[int],
                       copy_ids: Optional[Sequence[int]]) -> list[dict[AgentID, Any]]:
@@ -315,15 +330,6 @@ class VectorMultiAgentEnv(_WithoutRay):
     def unwrapped(self) -> "VectorMultiAgentEnv":
         """The vector env itself (RLlib reads ``env.unwrapped``)."""
         return self
-
-    def reset(self, *, seed: Any = None,
-              options: Optional[dict[str, Any]] = None) -> tuple[list[Any], list[Any]]:
-        """Reset the copies; see the subclasses."""
-        raise NotImplementedError
-
-    def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
-        """Step the copies; see the subclasses."""
-        raise NotImplementedError
 
     def render(self) -> Any:
         """Return each copy's ``render()``, as a tuple."""
@@ -364,6 +370,10 @@ class VectorMultiAgentEnv(_WithoutRay):
 
     def __repr__(self) -> str:
         return self.name()
+
+
+def _masked(options: Optional[Mapping[str, Any]]) -> bool:
+    return options is not None and "reset_mask" in options
 
 
 def adopt_ray_base(module: Optional[ModuleType] = None) -> bool:

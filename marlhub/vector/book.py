@@ -36,11 +36,15 @@ from marlhub.episode.status import (
     flag,
     require_running,
 )
-from marlhub.errors import ActionError
+from marlhub.errors import ActionError, VectorEnvError
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask
 from marlhub.vector.autoreset import DISABLED, NEXT_STEP, SAME_STEP
+from marlhub.vector.ready import ReadyCopies, spread
 
-__all__ = ["CopyBook"]
+__all__ = ["ARRAYS", "DICTS", "CopyBook"]
+
+#: The faces an episode is held in: lists of per-copy dicts, or arrays per group.
+DICTS, ARRAYS = "dicts", "arrays"
 
 
 class CopyBook:
@@ -63,12 +67,18 @@ class CopyBook:
             when they share one (the action lists are then checked in one pass).
         masks_binding: for each copy, whether its action masks are checked here; a copy
             whose masks are advice (it takes masked-out actions itself) decides alone.
+        cycle: each copy's state in the ``recv``/``send`` cycle (held, running, ready,
+            parked), :class:`~marlhub.vector.ready.ReadyCopies`; results arrive through
+            :meth:`arrived`, :meth:`arrive_step` and :meth:`arrive_reset`.
+        face: the face that holds the episode, ``"dicts"`` or ``"arrays"`` (None before
+            the first reset): one face per episode, checked by :meth:`check_face`.
     """
 
     def __init__(self, env_name: str, num_envs: int, autoreset_mode: str,
                  possible_agents: Sequence[Sequence[AgentID]],
                  action_space_of: Sequence[Callable[[AgentID], gym.Space]],
-                 masks_binding: Optional[Sequence[bool]] = None) -> None:
+                 masks_binding: Optional[Sequence[bool]] = None,
+                 cycle: Optional[ReadyCopies] = None) -> None:
         self.env_name = env_name
         self.num_envs = num_envs
         self.mode = autoreset_mode
@@ -83,6 +93,61 @@ class CopyBook:
         self.final_flags: list[tuple[bool, bool]] = [(False, False)] * num_envs
         self.started = False
         self.broken: Optional[str] = None
+        self.cycle = cycle if cycle is not None else ReadyCopies(env_name, num_envs)
+        self.face: Optional[str] = None
+
+    # -- one face per episode -----------------------------------------------------------
+
+    def claim_face(self, face: str) -> None:
+        """``face`` (``"dicts"`` or ``"arrays"``) holds the episode from now on (a reset of
+        every copy in that face)."""
+        self.face = face
+
+    def check_face(self, face: str, call: str) -> None:
+        """Raise unless ``call``, a call of ``face``, may go on in the episode under way.
+
+        Raises:
+            VectorEnvError: the other face holds the episode, or (arrays) none does.
+        """
+        if face == self.face or (face == DICTS and self.face is None):
+            return
+        if face == DICTS:
+            twin = call.replace("(", "_arrays(")
+            restart = "async_reset()" if call in ("send()", "recv()") else "reset()"
+            raise VectorEnvError(self.env_name, f"{call} was called, but the array face holds "
+                                 "the episode (one face per episode)",
+                                 f"Call {twin}, or {restart} to start an episode of dicts.")
+        start = "async_reset_arrays()" if call.startswith(("send", "recv", "async")) \
+            else "reset_arrays()"
+        raise VectorEnvError(self.env_name, f"{call} was called, but the array face holds no "
+                             "episode (one face per episode)", f"Call {start} first.")
+
+    # -- results that arrive for recv() -------------------------------------------------
+
+    def arrived(self, rows: Sequence[int], results: Sequence[Any],
+                ended: Optional[Sequence[bool]] = None) -> None:
+        """The results of the copies ``rows`` are in: they wait for ``recv``, and under
+        ``disabled`` a copy whose episode ended (``ended[k]``, or as recorded here) is parked
+        when ``recv`` hands it out."""
+        park = self.mode == DISABLED
+        arrive = self.cycle.arrive
+        for k, i in enumerate(rows):
+            arrive(i, results[k], park and (self.ended[i] if ended is None else ended[k]))
+
+    def arrive_step(self, rows: Sequence[int], results: Sequence[tuple[Any, ...]],
+                    overs: Optional[Sequence[bool]] = None) -> None:
+        """Record the 5-tuples the copies ``rows`` returned from a step (:meth:`record_step`)
+        and hand them to ``recv``."""
+        self.record_step(results, overs, rows)
+        self.arrived(rows, results)
+
+    def arrive_reset(self, rows: Sequence[int], obs: Sequence[Any], infos: Sequence[Any]) -> None:
+        """Record a reset of the copies ``rows`` (their obs and infos) and hand it to ``recv``
+        as a step's results: rewards ``{}``, done flags False."""
+        self.record_reset(spread(rows, obs, self.num_envs), spread(rows, infos, self.num_envs),
+                          np.isin(np.arange(self.num_envs), rows))
+        self.arrived(rows, [(ob, {}, {ALL: False}, {ALL: False}, info)
+                            for ob, info in zip(obs, infos)])
 
     # -- recording ----------------------------------------------------------------
 

@@ -22,20 +22,18 @@ from typing import Any, Optional
 
 import numpy as np
 
-from marlhub.core import ALL
 from marlhub.episode.play import action_space_getter
 from marlhub.episode.prechecked import actions_prechecked
 from marlhub.errors import VectorEnvError
 from marlhub.spaces import masks_are_binding
 from marlhub.vector.base import (
-    DISABLED,
     VectorMultiAgentEnv,
     parse_autoreset_mode,
     reset_mask_of,
     seeds_for,
     values_per_copy,
 )
-from marlhub.vector.book import CopyBook
+from marlhub.vector.book import DICTS, CopyBook
 from marlhub.vector.copies import EnvCopy, build_copy, check_env_fns, describe_env
 from marlhub.vector.ready import ReadyCopies, Received, count_of, received, rows_of
 
@@ -91,29 +89,25 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         self._book = CopyBook(self.name(), self.num_envs, self.autoreset_mode,
                               [env.possible_agents for env in self.envs],
                               [action_space_getter(env) for env in self.envs],
-                              [check_masks and masks_are_binding(env) for env in self.envs])
+                              [check_masks and masks_are_binding(env) for env in self.envs],
+                              self._cycle)
         self.closed = False
 
-    def reset(self, *, seed: Any = None,
-              options: Optional[dict[str, Any]] = None) -> tuple[list[Any], list[Any]]:
-        """Reset every copy (copy ``i`` seeded ``seed + i``); return ``(obs_list, infos_list)``.
+    # -- the source's calls: the faces are written once over them (marlhub.vector.base) --
 
-        Args:
-            seed: an int (copy ``i`` gets ``seed + i``), one seed per copy, or None.
-            options: passed to every copy's ``reset``, except ``"reset_mask"``: a bool
-                array, one per copy, that resets only the copies where it is True; the
-                others return their actors' last obs and infos and go on.
-        """
+    def _reset(self, seed: Any, options: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
         self._check_open()
         self._cycle.check_idle("reset()")
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
-        obs, infos = self._reset(seed, mask, rest)
+        obs, infos = self._reset_copies(seed, mask, rest)
+        self._book.record_reset(obs, infos, mask)
         self._cycle.held(rows_of(mask, self.num_envs))
-        return obs, infos
+        return (deepcopy(obs) if self.copy else obs), infos
 
-    def _reset(self, seed: Any, mask: Optional[np.ndarray],
-               rest: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
-        """Reset the copies ``mask`` selects (all for None) with the options ``rest``."""
+    def _reset_copies(self, seed: Any, mask: Optional[np.ndarray],
+                      rest: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+        """Reset the copies ``mask`` selects (all for None) with the options ``rest``; return
+        every copy's obs and infos (those of the others: what they keep)."""
         seeds = seeds_for(self.name(), seed, self.num_envs)
         obs: list[Any] = []
         infos: list[Any] = []
@@ -124,17 +118,9 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
                 ob, info = self._book.kept_by_masked_reset(i)
             obs.append(ob)
             infos.append(info)
-        self._book.record_reset(obs, infos, mask)
-        return (deepcopy(obs) if self.copy else obs), infos
+        return obs, infos
 
-    def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
-        """Step every copy with its action dict; return the five per-copy lists.
-
-        Raises:
-            ActionError: the list's length, or one copy's action dict, is wrong (the
-                copy and agent are named); no copy was stepped.
-            ResetNeededError: before ``reset``, or after a copy raised in the last call.
-        """
+    def _step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
         if self.closed:
             self._check_open()
         self._cycle.check_idle("step()")
@@ -160,44 +146,29 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         (``actions[k]`` is copy ``rows[k]``'s): a subclass whose copies wait on others (the
         external env's) hands every copy its actions first, so that the waits overlap."""
 
-    # -- whoever is ready first (see marlhub.vector.ready) -------------------------------
-
-    @property
-    def batch_size(self) -> int:
-        """How many copies :meth:`recv` returns."""
-        return self._cycle.batch_size
-
-    def async_reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
-        """Reset every copy (or those ``options["reset_mask"]`` selects, which must be held or
-        parked); :meth:`recv` returns the results, rewards ``{}`` and done flags False."""
-        mask, rest, rows = self._rows_to_reset(options)
-        obs, infos = self._reset(seed, mask, rest)
+    def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
+        mask, rest, rows = self._rows_to_reset(options, face)
+        obs, infos = self._reset_copies(seed, mask, rest)
         self._cycle.start(rows)
-        for i in rows:
-            self._cycle.arrive(i, (obs[i], {}, {ALL: False}, {ALL: False}, infos[i]))
+        self._book.arrive_reset(rows, [obs[i] for i in rows], [infos[i] for i in rows])
 
-    def _rows_to_reset(self, options: Optional[dict[str, Any]]
+    def _rows_to_reset(self, options: Optional[dict[str, Any]], face: str
                        ) -> tuple[Optional[np.ndarray], Optional[dict[str, Any]], list[int]]:
         """``async_reset``'s reset mask, options for the copies and rows, once the copies
-        it resets are found resettable."""
+        it resets are found resettable (in ``face``, which a reset of every copy claims)."""
         self._check_open()
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
         rows = rows_of(mask, self.num_envs)
+        call = "async_reset()" if face == DICTS else "async_reset_arrays()"
         if mask is None:
-            self._cycle.check_idle("async_reset()")
+            self._cycle.check_idle(call)
+            self._book.claim_face(face)
         else:
+            self._book.check_face(face, call)
             self._cycle.check_resettable(rows)
         return mask, rest, rows
 
-    def send(self, actions: Sequence[Any], copy_ids: Any) -> None:
-        """Step exactly the copies ``copy_ids`` (``actions[k]`` for ``copy_ids[k]``); their
-        results come from :meth:`recv`.
-
-        Raises:
-            VectorEnvError: a copy that is not held (not returned by the last :meth:`recv`,
-                or sent twice), or a count of actions that does not match.
-            ActionError: a bad action dict (copy and agent named); no copy was stepped.
-        """
+    def _send(self, actions: Sequence[Any], copy_ids: Any) -> None:
         self._check_open()
         rows = self._cycle.check_send(copy_ids, count_of(self.name(), actions))
         checked = self._book.check_rows(actions, rows)
@@ -209,20 +180,10 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         except Exception as exc:
             self._broke(rows[len(results)], "send", exc)
             raise
-        self._book.record_step(results, [copies[i].over for i in rows], rows)
         self._cycle.start(rows)
-        park = self.autoreset_mode == DISABLED
-        for i, result in zip(rows, results):
-            self._cycle.arrive(i, result, park and self._book.ended[i])
+        self._book.arrive_step(rows, results, [copies[i].over for i in rows])
 
-    def recv(self) -> Received:
-        """Return the next :attr:`batch_size` ready copies' results, first stepped first (fewer
-        when no more can come), as :class:`~marlhub.vector.ready.Received`: the five lists
-        of :meth:`step` and ``copy_ids``.
-
-        Raises:
-            VectorEnvError: no copy is ready or running.
-        """
+    def _recv(self) -> Received:
         self._check_open()
         rows, results = self._cycle.take_some()
         return received(rows, results, copy=self.copy)
