@@ -112,7 +112,7 @@ class ArrayCycle:
             return super().send_arrays(actions, copy_ids)  # type: ignore[misc]
         slots = self._slots
         self._check_idle()
-        self._book.check_face(ARRAYS, "send_arrays()")
+        self._book.check_face(ARRAYS, "send_arrays()", cycle=True)
         rows = self._cycle.check_send(copy_ids)
         where = row_index(rows)
         binding = self._book.masks_binding[0]
@@ -142,7 +142,7 @@ class ArrayCycle:
             return super().recv_arrays()  # type: ignore[misc]
         slots = self._slots
         self._check_idle()
-        self._book.check_face(ARRAYS, "recv_arrays()")
+        self._book.check_face(ARRAYS, "recv_arrays()", cycle=True)
         self._check_workers("recv_arrays()")
         while self._cycle.ready_count() < self._cycle.batch_size and self._cycle.running:
             self._pump()

@@ -76,7 +76,7 @@ class WorkerCycle:
         if mask is None:
             self._cycle.check_idle(call)
         else:
-            self._book.check_face(face, call)
+            self._book.check_face(face, call, cycle=True)
             self._cycle.check_resettable(rows)
         self._check_workers(call)
         if mask is None:

@@ -204,7 +204,7 @@ class VectorMultiAgentEnv(_WithoutRay):
                 or sent twice), or a count of actions that does not match.
             ActionError: a bad action dict (copy and agent named); no copy was stepped.
         """
-        self._book.check_face(DICTS, "send()")
+        self._book.check_face(DICTS, "send()", cycle=True)
         self._send(actions, copy_ids)
 
     def recv(self) -> Any:
@@ -215,7 +215,7 @@ class VectorMultiAgentEnv(_WithoutRay):
         Raises:
             VectorEnvError: no copy is ready or running.
         """
-        self._book.check_face(DICTS, "recv()")
+        self._book.check_face(DICTS, "recv()", cycle=True)
         return self._recv()
 
     @property
@@ -261,7 +261,7 @@ class VectorMultiAgentEnv(_WithoutRay):
         """``recv()`` on the array face: the next ``batch_size`` ready copies as
         :class:`~marlhub.vector.ready.ReceivedArrays`, the
         :class:`~marlhub.vector.arrays.ArrayBatch` of their rows and their ``copy_ids``."""
-        self._book.check_face(ARRAYS, "recv_arrays()")
+        self._book.check_face(ARRAYS, "recv_arrays()", cycle=True)
         got = self._recv()
         rows = got.copy_ids.tolist()
         batch = self._dict_arrays().step(tuple(got[:5]), self.actors, rows=rows)
@@ -270,7 +270,7 @@ class VectorMultiAgentEnv(_WithoutRay):
     def send_arrays(self, actions: Any, copy_ids: Any) -> None:
         """``send()`` on the array face: per group, one row of actions per copy id
         (``(len(copy_ids), n, ...)``); :meth:`recv_arrays` returns their results."""
-        self._book.check_face(ARRAYS, "send_arrays()")
+        self._book.check_face(ARRAYS, "send_arrays()", cycle=True)
         rows = self._book.cycle.check_send(copy_ids)
         self._send(self._action_dicts(actions, rows, rows), rows)
 

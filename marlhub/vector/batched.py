@@ -54,7 +54,8 @@ from marlhub.vector.base import (
     parse_autoreset_mode,
     reset_mask_of,
 )
-from marlhub.vector.batched_cycle import ARRAYS, DICTS, BatchedCycle
+from marlhub.vector.batched_cycle import BatchedCycle
+from marlhub.vector.book import ARRAYS, DICTS
 from marlhub.vector.batched_dicts import DictFace, LazyInfos
 from marlhub.vector.group_actions import GroupActions
 from marlhub.vector.ready import Received, ReceivedArrays, rows_of
@@ -108,7 +109,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
             "observation_spaces": source.observation_spaces, "action_spaces": source.action_spaces})
         self._actions = GroupActions(self.name(), self.num_envs, self.groups,
                                      source.action_spaces, device=source.device)
-        self._dicts = DictFace(self)
+        self._dicts = DictFace(self, batch_size)
         self._book = self._dicts.book
         self._ended = np.zeros(self.num_envs, np.bool_)
         self._final_flags = np.zeros((self.num_envs, 2), np.bool_)
@@ -117,7 +118,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
                       for name, a in self.groups.items()}
         self._last: Optional[ArrayBatch] = None
         self._cannot_step: Optional[str] = NOT_RESET
-        self._cycle = BatchedCycle(self, batch_size)
+        self._cycle = BatchedCycle(self)
         self.closed = False
 
     @property
@@ -136,8 +137,14 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
                 ``reset_mask``, or other options (the simulator takes none).
         """
         self._check_open()
-        self._cycle.check_idle("reset_arrays()", ARRAYS)
-        return self._reset_arrays(seed, options)
+        self._cycle.check_idle("reset_arrays()")
+        masked = options is not None and "reset_mask" in options
+        if masked:
+            self._book.check_face(ARRAYS, "reset_arrays()")
+        batch = self._reset_arrays(seed, options)
+        if not masked:
+            self._book.claim_face(ARRAYS)
+        return batch
 
     def _reset_arrays(self, seed: Any, options: Optional[dict[str, Any]]) -> ArrayBatch:
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
@@ -160,7 +167,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
             self._clear_flags(batch)
         self._finish(batch)
         self._cannot_step = None
-        self._cycle.ready.held(rows_of(mask, self.num_envs))
+        self._book.cycle.held(rows_of(mask, self.num_envs))
         return batch
 
     def step_arrays(self, actions: Any) -> ArrayBatch:
@@ -176,7 +183,8 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
             ResetNeededError: before ``reset``.
         """
         self._check_open()
-        self._cycle.check_idle("step_arrays()", ARRAYS)
+        self._cycle.check_idle("step_arrays()")
+        self._book.check_face(ARRAYS, "step_arrays()")
         require_running(self.name(), self._cannot_step)
         last = self._last
         assert last is not None
@@ -237,66 +245,36 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
         self._finish(batch)
         return batch
 
-    # -- the dict face (lists of per-copy dicts) --------------------------------------
+    # -- the dict face and the ready cycle: the calls the faces are written over ---------
+    # (marlhub.vector.base); recv/send step the copies all at once (batched_cycle.py)
 
-    def reset(self, *, seed: Any = None,
-              options: Optional[dict[str, Any]] = None) -> tuple[list[Any], list[Any]]:
-        """Reset the copies (see :meth:`reset_arrays`); return ``(obs_list, infos_list)``."""
+    def _reset(self, seed: Any, options: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
         mask = None if not options or "reset_mask" not in options else options["reset_mask"]
         self._check_open()
-        self._cycle.check_idle("reset()", DICTS)
+        self._cycle.check_idle("reset()")
         return self._dicts.reset(self._reset_arrays(seed, options), mask)
 
-    def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
-        """Step with one action dict per copy; return the five per-copy lists.
-
-        Raises:
-            ActionError: the list's length or one copy's action dict is wrong (the copy
-                and agent named); no copy was stepped.
-            ResetNeededError: before ``reset``.
-        """
+    def _step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
         self._check_open()
-        self._cycle.check_idle("step()", DICTS)
+        self._cycle.check_idle("step()")
         return self._dicts.step(actions)
 
-    # -- whoever is ready first: all copies at once (marlhub.vector.batched_cycle) ---------
-
-    @property
-    def batch_size(self) -> int:
-        """How many copies :meth:`recv` and :meth:`recv_arrays` return."""
-        return self._cycle.ready.batch_size
-
-    def async_reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
-        """Reset every copy (or those of ``options["reset_mask"]``, held or parked);
-        :meth:`recv` returns them, rewards ``{}`` and done flags False."""
+    def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
         self._check_open()
-        self._cycle.async_reset(DICTS, seed, options)
+        self._cycle.async_reset(face, seed, options)
 
-    def send(self, actions: Sequence[Any], copy_ids: Any) -> None:
-        """Keep the action dicts of the copies ``copy_ids`` (checked now, ``actions[k]`` for
-        ``copy_ids[k]``); the simulator steps once every copy is sent.
-
-        Raises:
-            VectorEnvError: a copy that is not held, or a count of actions that does not match.
-            ActionError: a bad action dict (copy and agent named); nothing was kept.
-        """
+    def _send(self, actions: Sequence[Any], copy_ids: Any) -> None:
         self._check_open()
         self._cycle.send(DICTS, actions, copy_ids)
 
-    def recv(self) -> Received:
-        """The next :attr:`batch_size` ready copies, as :class:`~marlhub.vector.ready.Received`.
-
-        Raises:
-            VectorEnvError: no copy is ready (send every copy held first).
-        """
+    def _recv(self) -> Received:
         self._check_open()
         return self._cycle.recv(DICTS)
 
     def async_reset_arrays(self, seed: Any = None,
                            options: Optional[dict[str, Any]] = None) -> None:
         """``async_reset`` on the array face: :meth:`recv_arrays` returns the copies reset."""
-        self._check_open()
-        self._cycle.async_reset(ARRAYS, seed, options)
+        self._async_reset(seed, options, ARRAYS)
 
     def send_arrays(self, actions: Any, copy_ids: Any) -> None:
         """Keep the action rows of the copies ``copy_ids`` (per group ``(len(copy_ids), n,

@@ -34,7 +34,7 @@ from marlhub.core import ALL
 from marlhub.episode.status import require_running
 from marlhub.errors import VectorEnvError
 from marlhub.vector.arrays import ArrayBatch
-from marlhub.vector.autoreset import DISABLED
+from marlhub.vector.book import ARRAYS, DICTS
 from marlhub.vector.ready import (
     HELD,
     PARKED,
@@ -47,10 +47,7 @@ from marlhub.vector.ready import (
     rows_of,
 )
 
-__all__ = ["ARRAYS", "DICTS", "BatchedCycle", "batch_rows"]
-
-#: The faces of the cycle: lists of per-copy dicts, or arrays per group.
-DICTS, ARRAYS = "dicts", "arrays"
+__all__ = ["BatchedCycle", "batch_rows"]
 
 
 class BatchedCycle:
@@ -58,14 +55,14 @@ class BatchedCycle:
 
     Args:
         env: the batched vector env; the cycle runs its synchronous calls underneath
-            (its resets, its dict face's ``step``, its array step of checked rows).
-        batch_size: how many copies ``recv`` returns (None: all of them).
+            (its resets, its dict face's ``step``, its array step of checked rows) and
+            keeps its copies' states in the env's book (``book.cycle``, ``book.face``).
     """
 
-    def __init__(self, env: Any, batch_size: Optional[int] = None) -> None:
+    def __init__(self, env: Any) -> None:
         self.env = env
-        self.ready = ReadyCopies(env.name(), env.num_envs, batch_size)
-        self.face: Optional[str] = None  # the face of the cycle under way
+        self.book = env._book
+        self.ready: ReadyCopies = env._book.cycle
         # dicts: copy -> its checked action dict; arrays: copies -> their checked rows
         self._pending: dict[Any, Any] = {}
 
@@ -76,14 +73,13 @@ class BatchedCycle:
         parked); the results wait for ``recv`` in ``face``."""
         env, ready = self.env, self.ready
         mask = None if not options or "reset_mask" not in options else options["reset_mask"]
-        if mask is None:
-            ready.check_idle(f"async_reset{'_arrays' if face == ARRAYS else ''}()")
-            self._pending.clear()
-            self.face = face
-        else:
-            self._check_face(face, "async_reset")
+        call = f"async_reset{'_arrays' if face == ARRAYS else ''}()"
         rows = rows_of(None if mask is None else np.asarray(mask), env.num_envs)
-        if mask is not None:
+        if mask is None:
+            ready.check_idle(call)
+            self._pending.clear()
+        else:
+            self.book.check_face(face, call, cycle=True)
             ready.check_resettable(rows)
         if face == ARRAYS:
             batch = env._reset_arrays(seed, options)
@@ -91,14 +87,15 @@ class BatchedCycle:
         else:
             obs, infos = env._dicts.reset(env._reset_arrays(seed, options), mask)
             results = [(obs[i], {}, {ALL: False}, {ALL: False}, infos[i]) for i in rows]
+        if mask is None:
+            self.book.claim_face(face)
         ready.start(rows)
-        for i, result in zip(rows, results):
-            ready.arrive(i, result)
+        self.book.arrived(rows, results, [False] * len(rows))
 
     def send(self, face: str, actions: Any, copy_ids: Any) -> None:
         """Keep the actions of the copies ``copy_ids`` (checked now); step the simulator once
         every copy is sent or parked."""
-        self._check_face(face, "send")
+        self.book.check_face(face, f"send{'_arrays' if face == ARRAYS else ''}()", cycle=True)
         env, ready = self.env, self.ready
         count = count_of(env.name(), actions) if face == DICTS else None
         rows = ready.check_send(copy_ids, count)
@@ -116,17 +113,15 @@ class BatchedCycle:
         env, ready = self.env, self.ready
         pending, self._pending = self._pending, {}
         running = [i for i, state in enumerate(ready.state) if state == RUNNING]
-        park = env.autoreset_mode == DISABLED
         if face == DICTS:
             results = env._dicts.step([pending.get(i, {}) for i in range(env.num_envs)])
-            ended = env._dicts.book.ended
-            for i in running:
-                ready.arrive(i, tuple(column[i] for column in results), park and ended[i])
+            self.book.arrived(running, [tuple(column[i] for column in results)
+                                        for i in running])
             return
         batch = self._step_rows(pending)
-        for i in running:
-            ended = bool(batch.episode_terminated[i] or batch.episode_truncated[i])
-            ready.arrive(i, (batch, i), park and ended)
+        self.book.arrived(running, [(batch, i) for i in running],
+                          [bool(batch.episode_terminated[i] or batch.episode_truncated[i])
+                           for i in running])
 
     def _checked_rows(self, actions: Any, rows: list[int]) -> dict[str, np.ndarray]:
         """The action rows of the copies ``rows``, checked against their acting slots and
@@ -161,7 +156,7 @@ class BatchedCycle:
             VectorEnvError: no copy is ready, or the copies held must be sent first (the
                 simulator steps them all at once).
         """
-        self._check_face(face, "recv")
+        self.book.check_face(face, f"recv{'_arrays' if face == ARRAYS else ''}()", cycle=True)
         ready = self.ready
         if not ready.ready_count() and ready.running:
             held = [i for i, state in enumerate(ready.state) if state == HELD]
@@ -178,24 +173,9 @@ class BatchedCycle:
                                          [i for _, i in results]),
                               np.asarray(rows, dtype=np.int64))
 
-    def check_idle(self, call: str, face: str) -> None:
-        """Raise while a cycle is under way (before a synchronous call of ``face``, after
-        which every copy is held: ``send`` in that face may follow)."""
+    def check_idle(self, call: str) -> None:
+        """Raise while a cycle is under way (before a synchronous call)."""
         self.ready.check_idle(call)
-        self.face = face
-
-    def _check_face(self, face: str, call: str) -> None:
-        name = f"{call}{'_arrays' if face == ARRAYS else ''}()"
-        if self.face is None:
-            raise VectorEnvError(self.env.name(), f"{name} was called before async_reset",
-                                 f"Start the cycle with async_reset"
-                                 f"{'_arrays' if face == ARRAYS else ''}().")
-        if self.face != face:
-            raise VectorEnvError(
-                self.env.name(), f"{name} was called, but the cycle under way is of "
-                f"{self.face} (one face per episode)",
-                f"Use the {self.face} calls, or start over with async_reset"
-                f"{'_arrays' if face == ARRAYS else ''}() once every copy is received.")
 
 
 def batch_rows(batches: Sequence[ArrayBatch], rows: Sequence[int]) -> ArrayBatch:

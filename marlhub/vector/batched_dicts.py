@@ -31,6 +31,7 @@ from marlhub.core import ALL, COMMON, AgentID
 from marlhub.spaces import ACTION_MASK_KEY
 from marlhub.vector.autoreset import NEXT_STEP, SAME_STEP, same_step_infos
 from marlhub.vector.book import CopyBook
+from marlhub.vector.ready import ReadyCopies
 
 __all__ = ["DictFace", "LazyInfos"]
 
@@ -142,15 +143,17 @@ class DictFace:
 
     Args:
         env: the :class:`~marlhub.vector.batched.BatchedVectorEnv`.
+        batch_size: how many copies ``recv`` returns (the book's cycle).
     """
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, batch_size: Optional[int] = None) -> None:
         self.env = env
         spaces = env.single_action_spaces
         self.book = CopyBook(env.name(), env.num_envs, env.autoreset_mode,
                              [env.possible_agents] * env.num_envs,
                              [spaces.__getitem__] * env.num_envs,
-                             [env.check_masks] * env.num_envs)
+                             [env.check_masks] * env.num_envs,
+                             ReadyCopies(env.name(), env.num_envs, batch_size), faces_mix=True)
         #: Whether the book holds the last call; False after a call of the array face.
         self.synced = True
 

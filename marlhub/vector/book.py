@@ -72,13 +72,16 @@ class CopyBook:
             :meth:`arrived`, :meth:`arrive_step` and :meth:`arrive_reset`.
         face: the face that holds the episode, ``"dicts"`` or ``"arrays"`` (None before
             the first reset): one face per episode, checked by :meth:`check_face`.
+        faces_mix: whether both faces read the same state (a batched simulator's arrays),
+            so that the synchronous calls of either may follow the other's; the
+            ``recv``/``send`` cycle keeps to one face all the same.
     """
 
     def __init__(self, env_name: str, num_envs: int, autoreset_mode: str,
                  possible_agents: Sequence[Sequence[AgentID]],
                  action_space_of: Sequence[Callable[[AgentID], gym.Space]],
                  masks_binding: Optional[Sequence[bool]] = None,
-                 cycle: Optional[ReadyCopies] = None) -> None:
+                 cycle: Optional[ReadyCopies] = None, faces_mix: bool = False) -> None:
         self.env_name = env_name
         self.num_envs = num_envs
         self.mode = autoreset_mode
@@ -95,6 +98,7 @@ class CopyBook:
         self.broken: Optional[str] = None
         self.cycle = cycle if cycle is not None else ReadyCopies(env_name, num_envs)
         self.face: Optional[str] = None
+        self.faces_mix = faces_mix
 
     # -- one face per episode -----------------------------------------------------------
 
@@ -103,13 +107,15 @@ class CopyBook:
         every copy in that face)."""
         self.face = face
 
-    def check_face(self, face: str, call: str) -> None:
-        """Raise unless ``call``, a call of ``face``, may go on in the episode under way.
+    def check_face(self, face: str, call: str, cycle: bool = False) -> None:
+        """Raise unless ``call``, a call of ``face``, may go on in the episode under way
+        (``cycle``: a call of the ``recv``/``send`` cycle).
 
         Raises:
             VectorEnvError: the other face holds the episode, or (arrays) none does.
         """
-        if face == self.face or (face == DICTS and self.face is None):
+        if face == self.face or (face == DICTS and self.face is None) \
+                or (self.faces_mix and not cycle):
             return
         if face == DICTS:
             twin = call.replace("(", "_arrays(")

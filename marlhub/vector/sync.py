@@ -164,7 +164,7 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
             self._cycle.check_idle(call)
             self._book.claim_face(face)
         else:
-            self._book.check_face(face, call)
+            self._book.check_face(face, call, cycle=True)
             self._cycle.check_resettable(rows)
         return mask, rest, rows
 

@@ -129,7 +129,7 @@ def test_send_after_a_synchronous_reset_as_on_every_source() -> None:
 
 def test_the_cycle_refuses_what_it_cannot_do_and_keeps_going() -> None:
     with _balance("next_step", 2) as envs:
-        with pytest.raises(VectorEnvError, match="before async_reset"):
+        with pytest.raises(VectorEnvError, match="array face holds no episode"):
             envs.recv_arrays()
         envs.async_reset_arrays(seed=0)
         batch, copy_ids = envs.recv_arrays()
