@@ -30,6 +30,11 @@ __all__ = ["RENAMED_MODULES", "RenamedModuleFinder", "install"]
 
 #: Old module -> the modules its names live in now, searched in order.
 RENAMED_MODULES: dict[str, tuple[str, ...]] = {
+    "marlhub.vector.shared": ("marlhub.vector.memory", "marlhub.vector.arrays"),
+    "marlhub.vector.slot_memory": ("marlhub.vector.memory",),
+    "marlhub.vector.worker_arrays": ("marlhub.vector.worker",),
+    "marlhub.vector.async_cycle": ("marlhub.vector.workers_cycle",),
+    "marlhub.vector.array_cycle": ("marlhub.vector.workers_cycle",),
     "marlhub.adapters.groups": ("marlhub.wrappers.groups",),
     "marlhub.adapters._pettingzoo_from": (
         "marlhub.adapters.pettingzoo.adapter", "marlhub.episode.actions"),

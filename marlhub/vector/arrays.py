@@ -38,9 +38,48 @@ from marlhub.episode.status import truthy
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask, zero_like
 from marlhub.vector.autoreset import DISABLED, FINAL_OBS, SAME_STEP
 from marlhub.vector.group_actions import GroupActions
-from marlhub.vector.shared import obs_leaves
 
-__all__ = ["ArrayBatch", "DictArrays", "final_obs_of", "reshape_rows", "row_index"]
+__all__ = ["ArrayBatch", "DictArrays", "Leaf", "array_leaves", "final_obs_of", "obs_leaves",
+           "reshape_rows", "row_index"]
+
+#: One array of a slot: (key in a Dict observation or None, shape, dtype).
+Leaf = tuple[Optional[str], tuple[int, ...], np.dtype]
+
+_ARRAY_SPACES = (gym.spaces.Box, gym.spaces.MultiBinary, gym.spaces.MultiDiscrete)
+
+
+def array_leaves(space: gym.Space) -> Optional[list[Leaf]]:
+    """Return the fixed-size arrays an observation of ``space`` is made of, or None.
+
+    Example:
+        >>> array_leaves(gym.spaces.Box(0, 1, (3,), np.float32))
+        [(None, (3,), dtype('float32'))]
+        >>> array_leaves(gym.spaces.Discrete(3)) is None
+        True
+    """
+    if type(space) in _ARRAY_SPACES:
+        return [(None, tuple(space.shape or ()), np.dtype(space.dtype))]
+    if type(space) is gym.spaces.Dict and space.spaces:
+        leaves: list[Leaf] = []
+        for key, sub in space.spaces.items():
+            if type(sub) not in _ARRAY_SPACES or not isinstance(key, str):
+                return None
+            leaves.append((key, tuple(sub.shape or ()), np.dtype(sub.dtype)))
+        return leaves
+    return None
+
+
+def obs_leaves(space: gym.Space) -> Optional[list[Leaf]]:
+    """:func:`array_leaves`, and a ``Discrete`` observation as one int64 (the array face's
+    layout of an observation; None when it has no fixed size).
+
+    Example:
+        >>> obs_leaves(gym.spaces.Discrete(3))
+        [(None, (), dtype('int64'))]
+    """
+    if type(space) is gym.spaces.Discrete:
+        return [(None, (), np.dtype(np.int64))]
+    return array_leaves(space)
 
 
 @dataclass

@@ -22,8 +22,6 @@ import gymnasium as gym
 from marlhub.adapters.batched import group_agents
 from marlhub.core import AgentID
 from marlhub.errors import VectorEnvError, WorkerError
-from marlhub.vector.array_cycle import ArrayCycle
-from marlhub.vector.async_cycle import WorkerCycle
 from marlhub.vector.base import (
     SAME_STEP,
     VectorMultiAgentEnv,
@@ -38,8 +36,15 @@ from marlhub.vector.copies import build_copy, check_env_fns, describe_env
 from marlhub.vector.group_actions import GroupActions
 from marlhub.vector.processes import CLOSE_SECONDS, WorkerPool, default_num_workers
 from marlhub.vector.ready import ReadyCopies, rows_of
-from marlhub.vector.shared import LENT_BLOCKS, ObsLayout, SharedObs
-from marlhub.vector.slot_memory import SlotArrays, SlotLayout, slot_spaces_unsupported
+from marlhub.vector.workers_cycle import WorkerCycle
+from marlhub.vector.memory import (
+    LENT_BLOCKS,
+    ObsLayout,
+    SharedObs,
+    SlotArrays,
+    SlotLayout,
+    slot_spaces_unsupported,
+)
 
 __all__ = ["AsyncVectorMultiAgentEnv", "RemoteCopy"]
 
@@ -82,7 +87,7 @@ class RemoteCopy:
         return f"<RemoteCopy {self.index} in worker {self.worker} agents={self.possible_agents!r}>"
 
 
-class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
+class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
     """``num_envs`` copies of a hub env in ``num_workers`` worker processes.
 
     The same calls and results as :class:`~marlhub.vector.SyncVectorMultiAgentEnv`
@@ -127,7 +132,7 @@ class AsyncVectorMultiAgentEnv(ArrayCycle, WorkerCycle, VectorMultiAgentEnv):
         array_face: the workers fill the array face (:meth:`reset_arrays`,
             :meth:`step_arrays`, and ``AgentSlotVectorEnv`` over this env) straight into
             shared memory, one message per worker and call, no per-copy Python in this
-            process (:mod:`marlhub.vector.slot_memory`); the observations must have a fixed
+            process (:mod:`marlhub.vector.memory`); the observations must have a fixed
             size. Then use one face per episode: a ``reset`` or ``reset_arrays`` starts it.
     """
 

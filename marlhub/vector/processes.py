@@ -29,7 +29,7 @@ from typing import Any, Optional
 import cloudpickle  # type: ignore[import-untyped]
 
 from marlhub.errors import WorkerError
-from marlhub.vector.shared import ObsLayout
+from marlhub.vector.memory import ObsLayout
 from marlhub.vector.worker import SPIN_SECONDS, Reply, worker_main
 
 __all__ = ["CLOSE_SECONDS", "WorkerPool", "default_num_workers", "describe_exit", "split_copies"]

@@ -1,14 +1,29 @@
-"""Observations through shared memory: a slot per copy and agent for every fixed-size space.
+"""Shared memory for what the workers write: one offset table, laid out for either face.
 
-An async vector env's workers write each agent's observation into a block
-of shared memory, when its space has a fixed shape and dtype (``Box``,
-``MultiBinary``, ``MultiDiscrete``, or a ``Dict`` of them, such as
-OpenSpiel's ``observation`` + ``action_mask``), and send only the agent ids
-through the pipe; the parent reads them back: as copies, as views it lends
-out (kept safe from later writes while they live), or as views valid until
-the next call (:class:`SharedObs`). Anything else (a ``Discrete`` int, text,
-an observation whose array does not match its space exactly) travels
-pickled, so what the parent returns is always what the env returned.
+:class:`BlockLayout` lays out named fixed-size arrays in one block, each aligned
+to 64 bytes, and makes their numpy views. Every block the workers of an async
+vector env write into is one:
+
+* the dict face (:class:`ObsLayout`, :class:`SharedObs`): each agent's
+  observation, when its space has a fixed shape and dtype (``Box``,
+  ``MultiBinary``, ``MultiDiscrete``, or a ``Dict`` of them, such as OpenSpiel's
+  ``observation`` + ``action_mask``), in a slot per copy and agent; only the
+  agent ids go through the pipe, and the parent reads them back as copies, as
+  views it lends out (kept safe from later writes while they live), or as views
+  valid until the next call. Anything else (a ``Discrete`` int, text, an
+  observation whose array does not match its space exactly) travels pickled, so
+  what the parent returns is always what the env returned;
+* the array face (:class:`SlotLayout`, :class:`SlotArrays`, ``array_face=True``):
+  the arrays of an :class:`~marlhub.vector.arrays.ArrayBatch` per group of agents
+  with the same spaces, ``(num_envs, n, ...)``: observations (and the final
+  observations of ``same_step``), rewards, done flags, ``acting`` and ``alive``,
+  action masks (groups with ``Discrete`` actions), the actions, and per copy the
+  episode's flags. Each worker steps its copies and writes their rows (with
+  :class:`~marlhub.vector.arrays.DictArrays`, ``out=`` its rows' views); the parent
+  checks the action arrays at once, writes them into the block and reads the
+  results back: one message per worker and call, no per-copy Python in the
+  parent. Its observations must have a fixed size (``Discrete`` too);
+  :func:`slot_spaces_unsupported` says why others cannot.
 
 Example:
     >>> import gymnasium as gym, numpy as np
@@ -22,21 +37,28 @@ Example:
     (['b', 'a'], {'b': 2}, {})
     >>> memory.read(1, sent)
     {'b': 2, 'a': array([1., 1.], dtype=float32)}
+    >>> box, coin = gym.spaces.Box(0, 1, (2,)), gym.spaces.Discrete(2)
+    >>> layout = SlotLayout(3, {"agents": ["a", "b"]}, lambda a: box, lambda a: coin)
+    >>> slots = SlotArrays(layout, bytearray(layout.nbytes))
+    >>> slots.obs["agents"].shape, slots.masks["agents"].shape, slots.actions["agents"].dtype
+    ((3, 2, 2), (3, 2, 2), dtype('int64'))
 """
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, Union, cast
 
 import gymnasium as gym
 import numpy as np
 
 from marlhub.core import AgentID
+from marlhub.vector.arrays import ArrayBatch, Leaf, array_leaves, obs_leaves, row_index
 
-__all__ = ["ALIGN", "LENT_BLOCKS", "BlockLayout", "ObsLayout", "SharedObs", "array_leaves",
-           "obs_leaves"]
+__all__ = ["ALIGN", "LENT_BLOCKS", "BlockLayout", "ObsLayout", "SharedObs", "SlotArrays",
+           "SlotLayout", "slot_spaces_unsupported"]
 
 #: Every slot starts at a multiple of this many bytes.
 ALIGN = 64
@@ -45,56 +67,16 @@ ALIGN = 64
 #: two let a loop that holds the last call's observations take views every call.
 LENT_BLOCKS = 2
 
-#: One array of a slot: (key in a Dict observation or None, shape, dtype).
-Leaf = tuple[Optional[str], tuple[int, ...], np.dtype]
-
 #: What a worker sends for one copy's obs dict: the dict itself when nothing went
 #: through shared memory, else (the agents in order, the obs that did not, the key
 #: order of Dict observations whose keys come in another order than their space's).
 Sent = Union[dict[AgentID, Any],
              tuple[list[AgentID], dict[AgentID, Any], dict[AgentID, tuple[str, ...]]]]
 
-_ARRAY_SPACES = (gym.spaces.Box, gym.spaces.MultiBinary, gym.spaces.MultiDiscrete)
-
-
-def array_leaves(space: gym.Space) -> Optional[list[Leaf]]:
-    """Return the fixed-size arrays an observation of ``space`` is made of, or None.
-
-    Example:
-        >>> array_leaves(gym.spaces.Box(0, 1, (3,), np.float32))
-        [(None, (3,), dtype('float32'))]
-        >>> array_leaves(gym.spaces.Discrete(3)) is None
-        True
-    """
-    if type(space) in _ARRAY_SPACES:
-        return [(None, tuple(space.shape or ()), np.dtype(space.dtype))]
-    if type(space) is gym.spaces.Dict and space.spaces:
-        leaves: list[Leaf] = []
-        for key, sub in space.spaces.items():
-            if type(sub) not in _ARRAY_SPACES or not isinstance(key, str):
-                return None
-            leaves.append((key, tuple(sub.shape or ()), np.dtype(sub.dtype)))
-        return leaves
-    return None
-
-
-def obs_leaves(space: gym.Space) -> Optional[list[Leaf]]:
-    """:func:`array_leaves`, and a ``Discrete`` observation as one int64 (the array face's
-    layout of an observation; None when it has no fixed size).
-
-    Example:
-        >>> obs_leaves(gym.spaces.Discrete(3))
-        [(None, (), dtype('int64'))]
-    """
-    if type(space) is gym.spaces.Discrete:
-        return [(None, (), np.dtype(np.int64))]
-    return array_leaves(space)
-
-
 class BlockLayout:
     """Where each named fixed-size array lives in one block of shared memory: the one offset
     table of every layout the workers write into (:class:`ObsLayout`, and the array face's
-    :class:`~marlhub.vector.slot_memory.SlotLayout`).
+    :class:`SlotLayout`).
 
     Attributes:
         fields: name -> ``(offset, shape, dtype)``, in the order added; each array starts at
@@ -126,11 +108,12 @@ class BlockLayout:
         a uint8 array over one (every view's ``base`` is then that array)."""
         memory = buffer if isinstance(buffer, np.ndarray) else \
             np.frombuffer(buffer, dtype=np.uint8, count=self.nbytes)
-        return {name: _view(memory, offset, shape, dtype)
+        return {name: _array_at(memory, offset, shape, dtype)
                 for name, (offset, shape, dtype) in self.fields.items()}
 
 
-def _view(memory: np.ndarray, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def _array_at(memory: np.ndarray, offset: int, shape: tuple[int, ...],
+              dtype: np.dtype) -> np.ndarray:
     count = int(np.prod(shape, dtype=np.int64))
     return memory[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
 
@@ -298,3 +281,140 @@ def _fits(slot: Mapping[str, np.ndarray], value: Any) -> bool:
                 or array.dtype != view.dtype:
             return False
     return True
+
+
+#: The per-slot flags of a group, as bool arrays ``(num_envs, n)``.
+_FLAGS = ("terminated", "truncated", "acting", "alive")
+
+
+def slot_spaces_unsupported(groups: Mapping[str, Sequence[AgentID]],
+                            observation_space: Callable[[AgentID], gym.Space],
+                            action_space: Callable[[AgentID], gym.Space]) -> Optional[str]:
+    """Why the groups' spaces cannot live in shared slots, or None when they can."""
+    for name, members in groups.items():
+        obs, act = observation_space(members[0]), action_space(members[0])
+        if obs_leaves(obs) is None:
+            return f"group {name!r} observes {obs}, which has no fixed size"
+        if type(act) not in (gym.spaces.Discrete, gym.spaces.Box, gym.spaces.MultiDiscrete,
+                             gym.spaces.MultiBinary):
+            return f"group {name!r} acts in {act}, which is no array space"
+    return None
+
+
+class SlotLayout(BlockLayout):
+    """Where each array of the array face lives in the shared block (see the module).
+
+    Args:
+        num_envs: how many copies.
+        groups: group name -> agents.
+        observation_space, action_space: each agent's spaces (one per group is read).
+
+    Attributes:
+        fields: ``(what, group, key) -> (offset, shape, dtype)``; ``what`` is one of
+            ``obs``, ``final``, ``rewards``, the flags, ``mask``, ``actions``, and
+            ``episode_terminated``, ``episode_truncated``, ``final_row`` (group None).
+        nbytes: the block's size.
+    """
+
+    def __init__(self, num_envs: int, groups: Mapping[str, Sequence[AgentID]],
+                 observation_space: Callable[[AgentID], gym.Space],
+                 action_space: Callable[[AgentID], gym.Space]) -> None:
+        why = slot_spaces_unsupported(groups, observation_space, action_space)
+        if why is not None:
+            raise ValueError(why)
+        super().__init__()
+        self.num_envs = num_envs
+        self.groups = {name: list(members) for name, members in groups.items()}
+        for name, members in self.groups.items():
+            lead = (num_envs, len(members))
+            leaves = obs_leaves(observation_space(members[0]))
+            assert leaves is not None
+            for key, shape, dtype in leaves:
+                self.add(("obs", name, key), lead + shape, dtype)
+                self.add(("final", name, key), lead + shape, dtype)
+            self.add(("rewards", name, None), lead, np.dtype(np.float64))
+            for flag in _FLAGS:
+                self.add((flag, name, None), lead, np.dtype(np.bool_))
+            act = action_space(members[0])
+            if type(act) is gym.spaces.Discrete:
+                self.add(("mask", name, None), lead + (int(act.n),), np.dtype(np.int8))
+                self.add(("actions", name, None), lead, np.dtype(np.int64))
+            else:
+                self.add(("actions", name, None), lead + tuple(act.shape or ()),
+                          np.dtype(act.dtype))
+        for what in ("episode_terminated", "episode_truncated", "final_row"):
+            self.add((what, None, None), (num_envs,), np.dtype(np.bool_))
+
+
+class SlotArrays:
+    """Numpy views of a :class:`SlotLayout` over ``buffer`` (a shared ``RawArray``).
+
+    Attributes:
+        obs, final: group -> observations (a dict of arrays for ``Dict`` spaces).
+        rewards, masks, actions: group -> array; ``flags[flag][group]`` for each flag.
+        episode_terminated, episode_truncated, final_row: ``(num_envs,)`` bools.
+    """
+
+    def __init__(self, layout: SlotLayout, buffer: Any) -> None:
+        self.layout = layout
+        views: dict[str, dict[Any, Any]] = {}
+        for (what, name, key), view in layout.views(buffer).items():
+            if key is None:
+                views.setdefault(what, {})[name] = view
+            else:
+                views.setdefault(what, {}).setdefault(name, {})[key] = view
+        self.obs: dict[str, Any] = views["obs"]
+        self.final: dict[str, Any] = views["final"]
+        self.rewards: dict[str, np.ndarray] = views["rewards"]
+        self.masks: dict[str, np.ndarray] = views.get("mask", {})
+        self.actions: dict[str, np.ndarray] = views["actions"]
+        self.flags: dict[str, dict[str, np.ndarray]] = {flag: views[flag] for flag in _FLAGS}
+        self.episode_terminated = views["episode_terminated"][None]
+        self.episode_truncated = views["episode_truncated"][None]
+        self.final_row = views["final_row"][None]
+        for mask in self.masks.values():
+            mask[...] = 1  # ones until a mask is seen, as the dict-built face has them
+
+    def batch(self, infos: Sequence[Any], masked: Sequence[str], copy: bool,
+              same_step: bool, rows: Optional[Sequence[int]] = None) -> ArrayBatch:
+        """The :class:`~marlhub.vector.arrays.ArrayBatch` in the block: copies of its arrays,
+        or (``copy=False``) views valid until the next call. ``masked``: the groups whose
+        agents have shown a mask. ``rows``: these rows only (``recv_arrays``); with
+        ``copy=False`` views when they are one ascending run (valid until these copies
+        are sent again), else copies."""
+        take: Callable[[Any], Any] = _copy if copy else _view
+        ended = self.final_row
+        if rows is not None:
+            take = functools.partial(_rows, row_index(rows), copy)
+            ended = take(ended)
+        groups = self.layout.groups
+        final = None
+        if same_step and ended.any():
+            final = {name: take(self.final[name]) for name in groups}
+        return ArrayBatch(
+            obs={name: take(self.obs[name]) for name in groups},
+            rewards={name: take(self.rewards[name]) for name in groups},
+            terminated={name: take(self.flags["terminated"][name]) for name in groups},
+            truncated={name: take(self.flags["truncated"][name]) for name in groups},
+            episode_terminated=take(self.episode_terminated),
+            episode_truncated=take(self.episode_truncated),
+            acting={name: take(self.flags["acting"][name]) for name in groups},
+            alive={name: take(self.flags["alive"][name]) for name in groups},
+            action_mask={name: take(self.masks[name]) for name in masked if name in self.masks},
+            infos=list(infos), final_obs=final)
+
+
+def _rows(rows: Any, copy: bool, value: Any) -> Any:
+    """The rows ``rows`` (a :func:`row_index`) of an array or a dict of them: a list gathers a
+    copy; a slice is a view, copied if ``copy``."""
+    if isinstance(value, dict):
+        return {k: _rows(rows, copy, v) for k, v in value.items()}
+    return value[rows].copy() if copy and type(rows) is slice else value[rows]
+
+
+def _copy(value: Any) -> Any:
+    return {k: v.copy() for k, v in value.items()} if isinstance(value, dict) else value.copy()
+
+
+def _view(value: Any) -> Any:
+    return value
