@@ -33,7 +33,7 @@ import numpy as np
 
 import marlhub
 from marlhub.episode.prechecked import actions_prechecked
-from marlhub.vector.processes import split_copies
+from marlhub.vector.sources.processes import split_copies
 
 __all__ = ["fits", "run_hand_rolled"]
 

@@ -116,7 +116,7 @@ from marlhub.episode.prechecked import actions_prechecked  # noqa: E402
 from marlhub.registry.vector import env_fns_for  # noqa: E402
 from marlhub.spaces import raw_action_mask  # noqa: E402
 from marlhub.vector import AsyncVectorMultiAgentEnv, SyncVectorMultiAgentEnv  # noqa: E402
-from marlhub.vector.processes import split_copies  # noqa: E402
+from marlhub.vector.sources.processes import split_copies  # noqa: E402
 
 
 class EnvSpec(NamedTuple):

@@ -30,11 +30,21 @@ __all__ = ["RENAMED_MODULES", "RenamedModuleFinder", "install"]
 
 #: Old module -> the modules its names live in now, searched in order.
 RENAMED_MODULES: dict[str, tuple[str, ...]] = {
-    "marlhub.vector.shared": ("marlhub.vector.memory", "marlhub.vector.arrays"),
-    "marlhub.vector.slot_memory": ("marlhub.vector.memory",),
-    "marlhub.vector.worker_arrays": ("marlhub.vector.worker",),
-    "marlhub.vector.async_cycle": ("marlhub.vector.workers_cycle",),
-    "marlhub.vector.array_cycle": ("marlhub.vector.workers_cycle",),
+    "marlhub.vector.sync": ("marlhub.vector.sources.in_process",),
+    "marlhub.vector.asynchronous": ("marlhub.vector.sources.workers",),
+    "marlhub.vector.worker": ("marlhub.vector.sources.worker",),
+    "marlhub.vector.processes": ("marlhub.vector.sources.processes",),
+    "marlhub.vector.batched": ("marlhub.vector.sources.batched",),
+    "marlhub.vector.batched_cycle": ("marlhub.vector.sources.batched_cycle",),
+    "marlhub.vector.arrays": ("marlhub.vector.faces.arrays",),
+    "marlhub.vector.batched_dicts": ("marlhub.vector.faces.dicts",),
+    "marlhub.vector.group_actions": ("marlhub.vector.faces.group_actions",),
+    "marlhub.vector.slots": ("marlhub.vector.faces.agent_slots",),
+    "marlhub.vector.shared": ("marlhub.vector.sources.memory", "marlhub.vector.faces.arrays"),
+    "marlhub.vector.slot_memory": ("marlhub.vector.sources.memory",),
+    "marlhub.vector.worker_arrays": ("marlhub.vector.sources.worker",),
+    "marlhub.vector.async_cycle": ("marlhub.vector.sources.workers_cycle",),
+    "marlhub.vector.array_cycle": ("marlhub.vector.sources.workers_cycle",),
     "marlhub.adapters.groups": ("marlhub.wrappers.groups",),
     "marlhub.adapters._pettingzoo_from": (
         "marlhub.adapters.pettingzoo.adapter", "marlhub.episode.actions"),

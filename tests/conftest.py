@@ -1,10 +1,23 @@
-"""Fixtures shared across test folders."""
+"""Fixtures shared across test folders, and the ``versions`` mark of the oldest-versions end."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+
+from tests.versions import at_both_ends
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``versions`` the tests that the oldest-versions end runs too, by where they live.
+
+    ``tests/versions.py`` (``AT_BOTH_ENDS``) places every module; the README's
+    oldest-versions command runs ``pytest tests -m versions``, the newest end everything.
+    """
+    for item in items:
+        if at_both_ends(item.path):
+            item.add_marker(pytest.mark.versions)
 
 
 @pytest.fixture(scope="module")

@@ -61,7 +61,7 @@ MOVED_UP = {("marlhub.adapters.rllib", "marlhub.registry.ray")}
 #: Envs handed up by module name: ``from_torchrl`` of a batched TorchRL env returns a vector
 #: env (DESIGN.md section 7: batched simulators are vector envs), which the vector layer makes.
 #: (``marlhub._renamed`` forwards the module names of 0.1, its docstring shows one.)
-HANDED_UP = {("marlhub.adapters.torchrl", "marlhub.vector.batched"),
+HANDED_UP = {("marlhub.adapters.torchrl", "marlhub.vector.sources.batched"),
              ("marlhub._renamed", "marlhub.adapters.groups")}
 
 MAX_MODULE_LINES = 500

@@ -1,12 +1,109 @@
-"""Ids that differ between the versions marlhub supports, for tests that run on each.
+"""The versions marlhub supports, for the tests: ids that differ, and which tests run at each.
 
 The README's two test commands run the tests on the newest builds and on the oldest
 versions marlhub supports; an env's newest version differs between them
 (Gymnasium 1.1's ``Taxi-v3`` is 1.2's ``Taxi-v4``). PettingZoo ids need no helper:
 ``butterfly/pistonball`` (no version) is PettingZoo's spelling of the newest one.
+
+It also says which tests the oldest-versions command runs (:data:`AT_BOTH_ENDS`).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+TESTS = Path(__file__).resolve().parent
+
+#: Where each test module runs, by where it lives: a path under tests/ (a folder or a
+#: module) and whether the module runs at both ends, the newest builds and the oldest
+#: supported versions (True), or at the newest end only (False). The longest path that
+#: contains a module decides; every module must be under one (tests/test_readme.py
+#: checks). The README's oldest-versions command runs those marked True
+#: (``pytest tests -m versions``: ``conftest.py`` marks them ``versions``).
+#:
+#: True: what the module checks depends on the versions of the backends (Gymnasium,
+#: PettingZoo, OpenSpiel, SuperSuit, MPE2, VMAS, TorchRL and tensordict, grpcio, JaxMARL,
+#: AgileRL). False: marlhub's own machinery, the same whatever their versions, or the
+#: repository itself (layout, types, docs, README), which the newest end checks.
+AT_BOTH_ENDS: dict[str, bool] = {
+    # The adapters, their families and lockstep twins, and the learners through them.
+    "adapters": True,
+    # Families as the registry lists, resolves and suggests them.
+    "registry": True,
+    # The suite: the consumers' own checkers, native envs' known faults, batched VMAS.
+    "conformance": True,
+    "conformance/test_vector.py": False,  # copies in workers equal the env: the vector layer
+    # gRPC and protobuf (grpcio 1.70 at the oldest end).
+    "remote": True,
+    "external": True,
+    "external/test_in_process.py": False,  # simulators in threads, no gRPC: marlhub's own
+    # The core over Gymnasium's spaces and seeding (gymnasium 1.1.1 at the oldest end).
+    "envs": True,
+    "episode": True,
+    "contract": True,
+    "wrappers": True,
+    "test_core.py": True,
+    "test_spaces.py": True,
+    "test_convert.py": True,
+    "test_rollout.py": True,
+    # The examples run on the backends as a user's copy of them would.
+    "examples": True,
+    # marlhub's own machinery: vector envs (worker processes, shared memory, arrays) and
+    # the command line's plumbing.
+    "vector": False,
+    "cli": False,
+    "test_errors.py": False,
+    "test_renamed.py": False,
+    # The repository: layout, mypy and the docs (both check the newest APIs), the README.
+    "test_layout.py": False,
+    "test_typing.py": False,
+    "test_docs.py": False,
+    "test_readme.py": False,
+}
+
+#: Module names that run at the newest end only wherever they live: a benchmark script's
+#: smoke test (its table prints; the numbers in docs/data are measured on the newest builds).
+NEWEST_ONLY_NAMES = frozenset({"test_benchmark.py"})
+
+
+def placed(path: Path) -> Optional[str]:
+    """The key of :data:`AT_BOTH_ENDS` that places the test module ``path``, or None.
+
+    Example:
+        >>> placed(TESTS / "adapters" / "vmas" / "test_family.py")
+        'adapters'
+        >>> placed(TESTS / "conformance" / "test_vector.py")
+        'conformance/test_vector.py'
+    """
+    try:
+        parts = Path(path).resolve().relative_to(TESTS).parts
+    except ValueError:
+        return None
+    for end in range(len(parts), 0, -1):
+        key = "/".join(parts[:end])
+        if key in AT_BOTH_ENDS:
+            return key
+    return None
+
+
+def at_both_ends(path: Path) -> bool:
+    """Whether the oldest-versions end runs the test module ``path`` too (see above).
+
+    A module under no key runs at both ends (tests/test_readme.py fails until it is placed).
+
+    Example:
+        >>> at_both_ends(TESTS / "adapters" / "pettingzoo" / "test_learners.py")
+        True
+        >>> at_both_ends(TESTS / "vector" / "test_base.py")
+        False
+        >>> at_both_ends(TESTS / "adapters" / "torchrl" / "test_benchmark.py")
+        False
+    """
+    if Path(path).name in NEWEST_ONLY_NAMES:
+        return False
+    key = placed(path)
+    return True if key is None else AT_BOTH_ENDS[key]
 
 
 def gymnasium_id(name: str) -> str:

@@ -2,7 +2,7 @@
 
 A *batched source* holds ``num_envs`` copies of one scenario in one object and
 steps them in one call (VMAS, a TorchRL env with ``batch_size=[N]``, JaxMARL
-under ``jax.vmap``). :class:`~marlhub.vector.batched.BatchedVectorEnv` turns
+under ``jax.vmap``). :class:`~marlhub.vector.sources.batched.BatchedVectorEnv` turns
 one into a vector env with all three faces; the adapter of each simulator
 (``adapters/vmas/batched.py``, ``adapters/torchrl/batched.py``) implements
 :class:`BatchedSource`:

@@ -171,7 +171,7 @@ def from_external(sim: ExternalMultiAgentEnv, num_envs: Optional[int] = None, *,
         timeout: seconds ``reset``/``step`` wait for a request (then: an error when no
             episode came, a truncated episode when its simulator went silent).
         max_episodes: how many episodes may run at once.
-        autoreset_mode, batch_size: the vector env's (see :mod:`marlhub.vector.sync`).
+        autoreset_mode, batch_size: the vector env's (see :mod:`marlhub.vector.sources.in_process`).
 
     Raises:
         ExternalEnvError: ``sim`` declares no agents, or a space that is missing.

@@ -8,7 +8,7 @@ returns whichever ``batch_size`` copies have a request waiting, and
 ``send(actions, copy_ids)`` answers exactly those, never waiting on the
 others: the natural face of simulators that decide at their own pace. The
 autoreset modes, ``reset_mask``, the action checks (once, here) and the
-list faces are the sync vector env's (:mod:`marlhub.vector.sync`).
+list faces are the sync vector env's (:mod:`marlhub.vector.sources.in_process`).
 
 Example:
     >>> import threading, gymnasium as gym
@@ -43,7 +43,7 @@ from marlhub.external.copies import DEFAULT_TIMEOUT, ExternalCopy
 from marlhub.external.episodes import END, EpisodeBook
 from marlhub.vector.autoreset import NEXT_STEP, SAME_STEP
 from marlhub.vector.ready import RUNNING, Received, count_of, received
-from marlhub.vector.sync import SyncVectorMultiAgentEnv
+from marlhub.vector.sources.in_process import SyncVectorMultiAgentEnv
 
 __all__ = ["ExternalVectorEnv"]
 

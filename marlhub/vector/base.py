@@ -225,7 +225,7 @@ class VectorMultiAgentEnv(_WithoutRay):
 
     def reset_arrays(self, *, seed: Any = None, options: Optional[dict[str, Any]] = None) -> Any:
         """Reset as :meth:`reset` does; return the array face's
-        :class:`~marlhub.vector.arrays.ArrayBatch` (per group, ``(num_envs, n, ...)``).
+        :class:`~marlhub.vector.faces.arrays.ArrayBatch` (per group, ``(num_envs, n, ...)``).
 
         The arrays are built from the copies' dicts; the array face holds the episode
         (one face per episode: it keeps who is alive from the calls it converts).
@@ -240,7 +240,7 @@ class VectorMultiAgentEnv(_WithoutRay):
 
     def step_arrays(self, actions: Any) -> Any:
         """Step with one action array per group (``(num_envs, n, ...)``; slots that do not
-        act are ignored); return the :class:`~marlhub.vector.arrays.ArrayBatch`.
+        act are ignored); return the :class:`~marlhub.vector.faces.arrays.ArrayBatch`.
 
         Raises:
             VectorEnvError: a missing group, or an array of the wrong shape or dtype.
@@ -260,7 +260,7 @@ class VectorMultiAgentEnv(_WithoutRay):
     def recv_arrays(self) -> Any:
         """``recv()`` on the array face: the next ``batch_size`` ready copies as
         :class:`~marlhub.vector.ready.ReceivedArrays`, the
-        :class:`~marlhub.vector.arrays.ArrayBatch` of their rows and their ``copy_ids``."""
+        :class:`~marlhub.vector.faces.arrays.ArrayBatch` of their rows and their ``copy_ids``."""
         self._book.check_face(ARRAYS, "recv_arrays()", cycle=True)
         got = self._recv()
         rows = got.copy_ids.tolist()
@@ -316,7 +316,7 @@ class VectorMultiAgentEnv(_WithoutRay):
     def _dict_arrays(self) -> Any:
         face = getattr(self, "_array_face", None)
         if face is None:
-            from marlhub.vector.arrays import DictArrays
+            from marlhub.vector.faces.arrays import DictArrays
 
             assert self.single_observation_spaces is not None
             assert self.single_action_spaces is not None

@@ -65,7 +65,7 @@ class Received(NamedTuple):
 
 
 class ReceivedArrays(NamedTuple):
-    """What ``recv_arrays()`` returns: the :class:`~marlhub.vector.arrays.ArrayBatch` of the
+    """What ``recv_arrays()`` returns: the :class:`~marlhub.vector.faces.arrays.ArrayBatch` of the
     copies ``copy_ids`` (an int array), one row per copy id; unpacks into two values."""
 
     batch: Any

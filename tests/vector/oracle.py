@@ -3,7 +3,7 @@
 :class:`PlainReplay` holds one plain env per copy (copy ``i`` seeded ``seed + i``),
 plays seeded random legal actions chosen from the plain envs' own observations,
 and says what every row of the array face must hold, from the plain dicts and
-the rules the :class:`~marlhub.vector.arrays.ArrayBatch` docstring states, written
+the rules the :class:`~marlhub.vector.faces.arrays.ArrayBatch` docstring states, written
 here from scratch: no code of the vector layer is used to build them. Tests of
 a face step the face with :meth:`PlainReplay.action_arrays` and compare what it
 returns with :meth:`PlainReplay.expect` (``assert_rows``).

@@ -184,7 +184,7 @@ def from_torchrl(env: Any, *, through_vmas: bool = True) -> Any:
 
 #: The one module above the adapters that this package hands envs to: a batched TorchRL
 #: env is a vector env (DESIGN.md section 7), which lives in the vector layer.
-BATCHED_VECTOR_MODULE = "marlhub.vector.batched"
+BATCHED_VECTOR_MODULE = "marlhub.vector.sources.batched"
 
 
 def _batched(env: Any, batch: tuple[int, ...], through_vmas: bool) -> Any:

@@ -1,7 +1,7 @@
 """The worker processes of an async vector env: start them, talk to them, notice deaths, reap them.
 
 :class:`WorkerPool` starts ``num_workers`` processes running
-:func:`~marlhub.vector.worker.worker_main`, each with a contiguous range of
+:func:`~marlhub.vector.sources.worker.worker_main`, each with a contiguous range of
 copies. :meth:`WorkerPool.receive` waits on every pipe *and* every process's
 sentinel, so a worker that dies (a segfault, ``kill -9``, the out-of-memory
 killer) is noticed at once and raised as :class:`~marlhub.errors.WorkerError`
@@ -29,8 +29,8 @@ from typing import Any, Optional
 import cloudpickle  # type: ignore[import-untyped]
 
 from marlhub.errors import WorkerError
-from marlhub.vector.memory import ObsLayout
-from marlhub.vector.worker import SPIN_SECONDS, Reply, worker_main
+from marlhub.vector.sources.memory import ObsLayout
+from marlhub.vector.sources.worker import SPIN_SECONDS, Reply, worker_main
 
 __all__ = ["CLOSE_SECONDS", "WorkerPool", "default_num_workers", "describe_exit", "split_copies"]
 

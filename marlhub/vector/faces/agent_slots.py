@@ -35,9 +35,9 @@ from gymnasium.vector.utils import batch_space
 
 from marlhub.core import AgentID
 from marlhub.errors import VectorEnvError
-from marlhub.vector.arrays import ArrayBatch, DictArrays
+from marlhub.vector.faces.arrays import ArrayBatch
 from marlhub.vector.base import VectorMultiAgentEnv
-from marlhub.vector.batched import BatchedVectorEnv
+from marlhub.vector.sources.batched import BatchedVectorEnv
 
 __all__ = ["AgentSlotVectorEnv"]
 
@@ -75,8 +75,9 @@ class AgentSlotVectorEnv(VectorEnv):
     def __init__(self, vector_env: VectorMultiAgentEnv,
                  agents: Optional[Sequence[AgentID]] = None) -> None:
         self.vector_env = vector_env
-        # the vector env's own array face: a batched simulator's, or the workers' in shared memory
-        self._batched = isinstance(vector_env, BatchedVectorEnv) or \
+        # the vector env's own arrays (a batched simulator's, or the workers' in shared
+        # memory) are handed on as they are: their slots keep the group's order
+        own_arrays = isinstance(vector_env, BatchedVectorEnv) or \
             bool(getattr(vector_env, "array_face", False))
         first = vector_env.envs[0] if vector_env.envs else vector_env
         self.agents = list(agents if agents is not None else getattr(first, "possible_agents", []))
@@ -84,11 +85,7 @@ class AgentSlotVectorEnv(VectorEnv):
         self.num_agents = len(self.agents)
         self.agent_observation_space = _one_space(vector_env, self.agents, "observation")
         self.agent_action_space = _one_space(vector_env, self.agents, "action")
-        self._group = _one_group(vector_env, self.agents) if self._batched else "agents"
-        self._arrays = DictArrays(self.num_envs, vector_env.autoreset_mode,
-                                  {self._group: self.agents},
-                                  lambda agent: self.agent_observation_space,
-                                  lambda agent: self.agent_action_space)
+        self._group, self._order = _one_group(vector_env, self.agents, own_arrays)
         self.single_observation_space = batch_space(self.agent_observation_space, self.num_agents)
         self.single_action_space = batch_space(self.agent_action_space, self.num_agents)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -100,12 +97,7 @@ class AgentSlotVectorEnv(VectorEnv):
     def reset(self, *, seed: Any = None,
               options: Optional[dict[str, Any]] = None) -> tuple[Any, dict[str, Any]]:
         """Reset the copies (see the vector env's ``reset``); return the obs array and infos."""
-        if self._batched:
-            batch = self.vector_env.reset_arrays(seed=seed, options=options)
-        else:
-            obs, infos = self.vector_env.reset(seed=seed, options=options)
-            mask = None if not options or "reset_mask" not in options else options["reset_mask"]
-            batch = self._arrays.reset(obs, infos, self.vector_env.actors, mask)
+        batch = self.vector_env.reset_arrays(seed=seed, options=options)
         obs_array, _, _, _, found = self._from_batch(batch)
         return obs_array, found
 
@@ -116,26 +108,36 @@ class AgentSlotVectorEnv(VectorEnv):
             VectorEnvError: ``actions`` does not have one row per copy and one entry per slot.
             ActionError: an acting slot's action is not legal (copy and agent named).
         """
-        if self._batched:
-            return self._from_batch(self.vector_env.step_arrays({self._group: actions}))
-        results = self.vector_env.step(self._action_dicts(actions))
-        return self._from_batch(self._arrays.step(results, self.vector_env.actors))
+        if self._order is not None or not hasattr(actions, "detach"):
+            actions = self._checked_shape(actions)
+        if self._order is not None:  # back to the group's order
+            actions = actions[:, np.argsort(self._order)]
+        return self._from_batch(self.vector_env.step_arrays({self._group: actions}))
 
     def _from_batch(self, batch: ArrayBatch) -> tuple[Any, ...]:
-        """The five values of the slots' group of ``batch``."""
-        group = self._group
-        acting = batch.acting[group]
-        infos: dict[str, Any] = {"acting": acting, "alive": batch.alive[group],
+        """The five values of the slots' group of ``batch``, in the slots' order."""
+        group, pick = self._group, self._slots
+        acting = pick(batch.acting[group])
+        infos: dict[str, Any] = {"acting": acting, "alive": pick(batch.alive[group]),
                                  "infos": batch.infos}
         if group in batch.action_mask:  # zeros for slots that do not act
-            infos["action_mask"] = batch.action_mask[group] * acting[..., None]
-        rewards = batch.rewards[group]
+            infos["action_mask"] = pick(batch.action_mask[group]) * acting[..., None]
+        rewards = pick(batch.rewards[group])
         if not hasattr(rewards, "detach"):
             rewards = np.asarray(rewards, dtype=np.float64)
-        return (batch.obs[group], rewards, batch.terminated[group], batch.truncated[group],
-                infos)
+        return (pick(batch.obs[group]), rewards, pick(batch.terminated[group]),
+                pick(batch.truncated[group]), infos)
 
-    def _action_dicts(self, actions: Any) -> list[dict[AgentID, Any]]:
+    def _slots(self, value: Any) -> Any:
+        """``value``'s columns in the slots' order (itself where that is the group's)."""
+        if self._order is None:
+            return value
+        if isinstance(value, dict):
+            return {key: self._slots(sub) for key, sub in value.items()}
+        return value[:, self._order]
+
+    def _checked_shape(self, actions: Any) -> np.ndarray:
+        """``actions`` as a numpy array of one action per copy and slot, or raise."""
         shape = (self.num_envs, self.num_agents)
         if isinstance(self.agent_action_space, gym.spaces.Box):
             actions = np.asarray(actions, dtype=self.agent_action_space.dtype)
@@ -147,9 +149,7 @@ class AgentSlotVectorEnv(VectorEnv):
                 f"{shape} + the action's own shape",
                 "Pass one action per copy and slot, e.g. action_space.sample(); slots that do "
                 "not act are ignored (infos['acting'] says which act).")
-        slot = {agent: j for j, agent in enumerate(self.agents)}
-        return [{agent: actions[i, slot[agent]] for agent in actors}
-                for i, actors in enumerate(self.vector_env.actors)]
+        return actions
 
     def render(self) -> Any:
         """Each copy's ``render()``."""
@@ -166,12 +166,17 @@ class AgentSlotVectorEnv(VectorEnv):
         self.close()
 
 
-def _one_group(vector_env: VectorMultiAgentEnv, agents: list[AgentID]) -> str:
-    """The group of the vector env's own array face whose slots are ``agents``, in that
-    order, or raise."""
+def _one_group(vector_env: VectorMultiAgentEnv, agents: list[AgentID],
+               own_arrays: bool) -> tuple[str, Optional[list[int]]]:
+    """The group of the vector env's array face whose slots are ``agents``, and where each
+    slot is in the group (None: in the same order); raise when there is none (or, for arrays
+    the vector env makes itself, when the order differs)."""
     for name, members in vector_env.groups.items():
         if members == agents:
-            return name
+            return name, None
+        if not own_arrays and sorted(map(str, members)) == sorted(map(str, agents)) \
+                and len(members) == len(agents):
+            return name, [members.index(agent) for agent in agents]
     raise VectorEnvError(
         vector_env.name(), f"the agents {agents} are not one group of the vector env's array "
         f"face (its groups: {vector_env.groups})",

@@ -33,7 +33,7 @@ import numpy as np
 from marlhub.core import ALL
 from marlhub.episode.status import require_running
 from marlhub.errors import VectorEnvError
-from marlhub.vector.arrays import ArrayBatch
+from marlhub.vector.faces.arrays import ArrayBatch
 from marlhub.vector.book import ARRAYS, DICTS
 from marlhub.vector.ready import (
     HELD,
@@ -179,7 +179,7 @@ class BatchedCycle:
 
 
 def batch_rows(batches: Sequence[ArrayBatch], rows: Sequence[int]) -> ArrayBatch:
-    """One :class:`~marlhub.vector.arrays.ArrayBatch` of row ``rows[k]`` of ``batches[k]``, for
+    """One :class:`~marlhub.vector.faces.arrays.ArrayBatch` of row ``rows[k]`` of ``batches[k]``, for
     every ``k`` (the batches of a reset and of a step may mix in one ``recv``).
 
     Example:
@@ -212,7 +212,7 @@ def batch_rows(batches: Sequence[ArrayBatch], rows: Sequence[int]) -> ArrayBatch
     return ArrayBatch(**fields, infos=[part.infos[0] for part in parts], final_obs=final_obs)
 
 
-#: The fields of an :class:`~marlhub.vector.arrays.ArrayBatch` with one row per copy.
+#: The fields of an :class:`~marlhub.vector.faces.arrays.ArrayBatch` with one row per copy.
 _ROW_FIELDS = ("obs", "rewards", "terminated", "truncated", "episode_terminated",
                "episode_truncated", "acting", "alive", "action_mask")
 

@@ -1,6 +1,6 @@
 """The dict face of a batched vector env: lists of per-copy dicts, built from its arrays.
 
-A :class:`~marlhub.vector.batched.BatchedVectorEnv` steps arrays; its ``reset``
+A :class:`~marlhub.vector.sources.batched.BatchedVectorEnv` steps arrays; its ``reset``
 and ``step`` take and return lists of per-copy dicts, exactly as
 :class:`~marlhub.vector.SyncVectorMultiAgentEnv` does (the same
 :class:`~marlhub.vector.book.CopyBook` checks the action dicts and keeps who
@@ -50,7 +50,7 @@ class LazyInfos(Sequence):
             ``"__common__"``; ``common_rows`` says which copies have them.
 
     Attributes:
-        batch: the :class:`~marlhub.vector.arrays.ArrayBatch` these infos belong to; its
+        batch: the :class:`~marlhub.vector.faces.arrays.ArrayBatch` these infos belong to; its
             action masks go to the infos of the agents that act.
     """
 
@@ -142,7 +142,7 @@ class DictFace:
     """``reset`` and ``step`` with lists of per-copy dicts over a batched vector env.
 
     Args:
-        env: the :class:`~marlhub.vector.batched.BatchedVectorEnv`.
+        env: the :class:`~marlhub.vector.sources.batched.BatchedVectorEnv`.
         batch_size: how many copies ``recv`` returns (the book's cycle).
     """
 

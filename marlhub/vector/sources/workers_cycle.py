@@ -6,14 +6,14 @@ async vector env, and their array forms.
 :mod:`marlhub.vector.ready`: ``send`` groups the copies by worker and sends each
 worker one request for its copies (queued behind any it has not answered yet);
 ``recv`` takes in whatever answers have come (:meth:`WorkerPool.receive_any
-<marlhub.vector.processes.WorkerPool.receive_any>` waits on every busy worker's
+<marlhub.vector.sources.processes.WorkerPool.receive_any>` waits on every busy worker's
 pipe and process at once) until ``batch_size`` copies are ready. A worker
 answers for the copies of one request together, so copies of different
 workers never wait for each other. What arrives is recorded in the env's book
 (:meth:`~marlhub.vector.book.CopyBook.arrive_step` and the others).
 
 With ``array_face=True`` the array forms run the same cycle on the shared arrays
-(:mod:`marlhub.vector.memory`), as EnvPool's and PufferLib's ``recv`` and
+(:mod:`marlhub.vector.sources.memory`), as EnvPool's and PufferLib's ``recv`` and
 ``send`` do: ``send_arrays(actions, copy_ids)`` checks the action rows at once
 (spaces, and the masks in shared memory), writes them into the shared action
 arrays and sends each worker one message naming its copies; the worker steps
@@ -46,7 +46,7 @@ import numpy as np
 
 from marlhub.errors import WorkerError
 from marlhub.vector.arguments import reset_mask_of, seeds_for
-from marlhub.vector.arrays import row_index
+from marlhub.vector.faces.arrays import row_index
 from marlhub.vector.autoreset import SAME_STEP
 from marlhub.vector.book import ARRAYS, DICTS
 from marlhub.vector.ready import (
@@ -60,9 +60,9 @@ from marlhub.vector.ready import (
 
 if TYPE_CHECKING:
     from marlhub.vector.book import CopyBook
-    from marlhub.vector.group_actions import GroupActions
-    from marlhub.vector.processes import WorkerPool
-    from marlhub.vector.memory import SharedObs, SlotArrays
+    from marlhub.vector.faces.group_actions import GroupActions
+    from marlhub.vector.sources.processes import WorkerPool
+    from marlhub.vector.sources.memory import SharedObs, SlotArrays
 
 __all__ = ["WorkerCycle"]
 
@@ -256,7 +256,7 @@ class WorkerCycle:
     def recv_arrays(self) -> ReceivedArrays:
         """Wait for the next ``batch_size`` copies to be ready (fewer when no more can come)
         and return their rows, as :class:`ReceivedArrays`: the
-        :class:`~marlhub.vector.arrays.ArrayBatch` and ``copy_ids``. Its arrays are copies
+        :class:`~marlhub.vector.faces.arrays.ArrayBatch` and ``copy_ids``. Its arrays are copies
         of the shared rows; with ``copy=False`` views of them when the copy ids are one
         ascending run (one worker's copies, or neighbours), valid until those copies are
         sent again.

@@ -14,12 +14,12 @@ vector env write into is one:
   observation whose array does not match its space exactly) travels pickled, so
   what the parent returns is always what the env returned;
 * the array face (:class:`SlotLayout`, :class:`SlotArrays`, ``array_face=True``):
-  the arrays of an :class:`~marlhub.vector.arrays.ArrayBatch` per group of agents
+  the arrays of an :class:`~marlhub.vector.faces.arrays.ArrayBatch` per group of agents
   with the same spaces, ``(num_envs, n, ...)``: observations (and the final
   observations of ``same_step``), rewards, done flags, ``acting`` and ``alive``,
   action masks (groups with ``Discrete`` actions), the actions, and per copy the
   episode's flags. Each worker steps its copies and writes their rows (with
-  :class:`~marlhub.vector.arrays.DictArrays`, ``out=`` its rows' views); the parent
+  :class:`~marlhub.vector.faces.arrays.DictArrays`, ``out=`` its rows' views); the parent
   checks the action arrays at once, writes them into the block and reads the
   results back: one message per worker and call, no per-copy Python in the
   parent. Its observations must have a fixed size (``Discrete`` too);
@@ -55,7 +55,7 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.core import AgentID
-from marlhub.vector.arrays import ArrayBatch, Leaf, array_leaves, obs_leaves, row_index
+from marlhub.vector.faces.arrays import ArrayBatch, Leaf, array_leaves, obs_leaves, row_index
 
 __all__ = ["ALIGN", "LENT_BLOCKS", "BlockLayout", "ObsLayout", "SharedObs", "SlotArrays",
            "SlotLayout", "slot_spaces_unsupported"]
@@ -377,7 +377,7 @@ class SlotArrays:
 
     def batch(self, infos: Sequence[Any], masked: Sequence[str], copy: bool,
               same_step: bool, rows: Optional[Sequence[int]] = None) -> ArrayBatch:
-        """The :class:`~marlhub.vector.arrays.ArrayBatch` in the block: copies of its arrays,
+        """The :class:`~marlhub.vector.faces.arrays.ArrayBatch` in the block: copies of its arrays,
         or (``copy=False``) views valid until the next call. ``masked``: the groups whose
         agents have shown a mask. ``rows``: these rows only (``recv_arrays``); with
         ``copy=False`` views when they are one ascending run (valid until these copies

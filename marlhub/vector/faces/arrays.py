@@ -7,7 +7,7 @@ and each group's values are arrays with one row per copy and one column per
 agent of the group, in ``possible_agents`` order. One reset or step of every
 copy is an :class:`ArrayBatch`.
 
-A natively batched source (:mod:`marlhub.vector.batched`) fills the arrays
+A natively batched source (:mod:`marlhub.vector.sources.batched`) fills the arrays
 straight from its simulator. For copies stepped one by one (sync and async
 vector envs), :class:`DictArrays` builds them from the lists of per-copy
 dicts: who acts (``acting``), who has been seen and is not done (``alive``),
@@ -37,7 +37,7 @@ from marlhub.core import ALL, COMMON, AgentID
 from marlhub.episode.status import truthy
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask, zero_like
 from marlhub.vector.autoreset import DISABLED, FINAL_OBS, SAME_STEP
-from marlhub.vector.group_actions import GroupActions
+from marlhub.vector.faces.group_actions import GroupActions
 
 __all__ = ["ArrayBatch", "DictArrays", "Leaf", "array_leaves", "final_obs_of", "obs_leaves",
            "reshape_rows", "row_index"]
@@ -154,7 +154,7 @@ class DictArrays:
         env_name: the vector env's name, for messages.
 
     Attributes:
-        checker: the checks of action arrays (:class:`~marlhub.vector.group_actions.GroupActions`).
+        checker: the checks of action arrays (:class:`~marlhub.vector.faces.group_actions.GroupActions`).
         mask_size: group -> the size of its action masks, for the groups whose agents
             have shown one (from then on, the batches hold a mask array for the group).
 

@@ -9,7 +9,7 @@
   torch tensors on the simulator's device with ``as_torch=True``;
 * the **dict face** (``reset`` / ``step`` with lists of per-copy dicts, as
   :class:`~marlhub.vector.SyncVectorMultiAgentEnv`), built from the arrays only
-  when called (:mod:`marlhub.vector.batched_dicts`);
+  when called (:mod:`marlhub.vector.faces.dicts`);
 * :class:`~marlhub.vector.AgentSlotVectorEnv` and ``to_torchrl(envs)`` read the
   array face.
 
@@ -44,7 +44,7 @@ import numpy as np
 from marlhub.adapters.batched import BatchedSource, SourceBatch, to_numpy
 from marlhub.episode.status import NOT_RESET, require_running
 from marlhub.errors import ProtocolError, VectorEnvError
-from marlhub.vector.arrays import ArrayBatch
+from marlhub.vector.faces.arrays import ArrayBatch
 from marlhub.vector.base import (
     DISABLED,
     NEXT_STEP,
@@ -54,10 +54,10 @@ from marlhub.vector.base import (
     parse_autoreset_mode,
     reset_mask_of,
 )
-from marlhub.vector.batched_cycle import BatchedCycle
+from marlhub.vector.sources.batched_cycle import BatchedCycle
 from marlhub.vector.book import ARRAYS, DICTS
-from marlhub.vector.batched_dicts import DictFace, LazyInfos
-from marlhub.vector.group_actions import GroupActions
+from marlhub.vector.faces.dicts import DictFace, LazyInfos
+from marlhub.vector.faces.group_actions import GroupActions
 from marlhub.vector.ready import Received, ReceivedArrays, rows_of
 
 __all__ = ["BatchedVectorEnv"]
@@ -75,7 +75,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
         check_masks: refuse actions outside the action masks (the default).
         batch_size: how many copies ``recv()`` and ``recv_arrays()`` return (None: all of
             them); the simulator steps once every copy is sent
-            (:mod:`marlhub.vector.batched_cycle`).
+            (:mod:`marlhub.vector.sources.batched_cycle`).
 
     Attributes:
         source: the batched simulator.

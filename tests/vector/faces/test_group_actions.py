@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from marlhub.errors import ActionError
-from marlhub.vector.group_actions import GroupActions
+from marlhub.vector.faces.group_actions import GroupActions
 
 
 def _legal_slot(action: int, space: gym.spaces.Discrete, mask: np.ndarray) -> bool:

@@ -12,7 +12,7 @@ array face ``("reset_arrays", [(seed, options) or None per copy])`` and
 :attr:`~marlhub.vector.copies.EnvCopy.over`) or, when a copy raised,
 ``("error", (copy index, exception type name, message, traceback, pickled
 exception or None))``. Observations that fit the shared blocks are written
-into the block the request names (:class:`~marlhub.vector.memory.SharedObs`);
+into the block the request names (:class:`~marlhub.vector.sources.memory.SharedObs`);
 the rest is pickled.
 
 A worker ignores Ctrl-C (the parent handles it and closes the workers) and
@@ -39,12 +39,12 @@ import numpy as np
 
 from marlhub.episode.play import action_space_getter
 from marlhub.episode.prechecked import actions_prechecked
-from marlhub.vector.arrays import ArrayBatch, DictArrays
+from marlhub.vector.faces.arrays import ArrayBatch, DictArrays
 from marlhub.vector.autoreset import SAME_STEP
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import EnvCopy, build_copy, describe_env
 from marlhub.vector.ready import spread
-from marlhub.vector.memory import ObsLayout, SharedObs, SlotArrays, SlotLayout
+from marlhub.vector.sources.memory import ObsLayout, SharedObs, SlotArrays, SlotLayout
 
 __all__ = ["PARENT_CHECK_SECONDS", "Reply", "SPIN_SECONDS", "WorkerArrays", "worker_main"]
 
@@ -249,7 +249,7 @@ class WorkerArrays:
     It reads the copies' actions from the shared action arrays (the parent checked
     them, all at once, before any copy moved), steps the copies inside
     :func:`~marlhub.episode.prechecked.actions_prechecked`, and writes their rows with
-    :class:`~marlhub.vector.arrays.DictArrays` straight into the shared block, in one
+    :class:`~marlhub.vector.faces.arrays.DictArrays` straight into the shared block, in one
     pass over each copy's dicts. Only the copies' infos dicts go back through the pipe.
 
     Args:

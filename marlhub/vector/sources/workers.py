@@ -33,11 +33,11 @@ from marlhub.vector.base import (
 )
 from marlhub.vector.book import ARRAYS, DICTS, CopyBook
 from marlhub.vector.copies import build_copy, check_env_fns, describe_env
-from marlhub.vector.group_actions import GroupActions
-from marlhub.vector.processes import CLOSE_SECONDS, WorkerPool, default_num_workers
+from marlhub.vector.faces.group_actions import GroupActions
+from marlhub.vector.sources.processes import CLOSE_SECONDS, WorkerPool, default_num_workers
 from marlhub.vector.ready import ReadyCopies, rows_of
-from marlhub.vector.workers_cycle import WorkerCycle
-from marlhub.vector.memory import (
+from marlhub.vector.sources.workers_cycle import WorkerCycle
+from marlhub.vector.sources.memory import (
     LENT_BLOCKS,
     ObsLayout,
     SharedObs,
@@ -120,7 +120,7 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         context: the ``multiprocessing`` start method (``"fork"``, ``"spawn"``,
             ``"forkserver"``); None for the platform's default. A worker runs torch on
             one thread where the parent had imported it (forked, torch's thread pool
-            is not there; see :mod:`marlhub.vector.worker`).
+            is not there; see :mod:`marlhub.vector.sources.worker`).
         daemon: start the workers as daemons (they cannot start processes then).
         autoreset_mode: ``"next_step"`` (default), ``"same_step"`` or ``"disabled"``.
         timeout: seconds to wait for the workers in each call (None: no limit; a dead
@@ -132,7 +132,7 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         array_face: the workers fill the array face (:meth:`reset_arrays`,
             :meth:`step_arrays`, and ``AgentSlotVectorEnv`` over this env) straight into
             shared memory, one message per worker and call, no per-copy Python in this
-            process (:mod:`marlhub.vector.memory`); the observations must have a fixed
+            process (:mod:`marlhub.vector.sources.memory`); the observations must have a fixed
             size. Then use one face per episode: a ``reset`` or ``reset_arrays`` starts it.
     """
 
@@ -308,7 +308,7 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
     # -- the array face in shared memory (array_face=True) ------------------------------
 
     def reset_arrays(self, *, seed: Any = None, options: Optional[dict[str, Any]] = None) -> Any:
-        """Reset as :meth:`reset` does; return the :class:`~marlhub.vector.arrays.ArrayBatch`.
+        """Reset as :meth:`reset` does; return the :class:`~marlhub.vector.faces.arrays.ArrayBatch`.
 
         With ``array_face=True`` the workers write it into shared memory (copies of its
         arrays come back, or with ``copy=False`` views valid until the next call); else it
@@ -331,7 +331,7 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
 
     def step_arrays(self, actions: Any) -> Any:
         """Step with one action array per group (``(num_envs, n, ...)``; slots that do not act
-        are ignored); return the :class:`~marlhub.vector.arrays.ArrayBatch`.
+        are ignored); return the :class:`~marlhub.vector.faces.arrays.ArrayBatch`.
 
         With ``array_face=True`` the actions are checked here, all at once, before any copy
         moves, and go to the workers through shared memory.

@@ -8,8 +8,8 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.contract.compare import why_different
-from marlhub.vector.arrays import array_leaves
-from marlhub.vector.memory import ObsLayout, SharedObs
+from marlhub.vector.faces.arrays import array_leaves
+from marlhub.vector.sources.memory import ObsLayout, SharedObs
 
 BOX = gym.spaces.Box(0.0, 1.0, (2, 3), np.float32)
 OPEN_SPIEL_LIKE = gym.spaces.Dict(OrderedDict(
