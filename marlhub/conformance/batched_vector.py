@@ -15,7 +15,9 @@ separate env seeded ``seed + i``. What holds, and is checked here:
 * **the batch is the native simulator's batch**, where the family can step one
   (``batched_lockstep``: VMAS): the same seed and actions, copies that end at
   different times reset by the simulator's own partial reset, give the same
-  observations, rewards and ends in every copy (``equiv.trajectory``).
+  observations, rewards and ends in every copy (``equiv.trajectory``);
+* **recv/send with** ``batch_size < num_envs`` hands each copy what ``reset``/``step``
+  of a twin batch give it (:mod:`marlhub.conformance.batched_cycle`).
 
 The first difference is a :data:`~marlhub.contract.rules.VECTOR_EQUIV` finding.
 
@@ -34,6 +36,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from marlhub.conformance.batched_cycle import check_batched_cycle
 from marlhub.conformance.report import Finding
 from marlhub.conformance.vector_copies import compare_copies
 from marlhub.contract.compare import why_different
@@ -75,6 +78,12 @@ def check_batched(env_id: str, num_envs: int, *, seed: int = 0, episodes: int = 
         finally:
             faces.close()
         steps, finished = steps + faces.steps, finished + faces.finished
+        if num_envs > 1:  # recv/send with batch_size < num_envs: the copies step together
+            found, n_steps = check_batched_cycle(env_id, num_envs, amode, seed=seed,
+                                                 max_steps=min(max_steps, faces.steps + 4),
+                                                 config=config)
+            findings += found
+            steps += n_steps
     findings += _against_native(env_id, num_envs, seed, max_steps, config)
     return findings, steps, finished
 

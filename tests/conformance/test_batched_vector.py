@@ -101,3 +101,28 @@ def test_a_partial_reset_that_resets_the_wrong_copy_is_found() -> None:
     assert [f.rule for f in report.findings if f.severity == "error"] == \
         ["equiv.trajectory"], report.findings
     assert "native VMAS batch of 2 copies" in report.findings[-1].message
+
+
+def test_recv_send_that_hands_a_copy_another_copys_results_is_found(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from marlhub.vector.sources.batched_cycle import BatchedCycle
+
+    arrived = BatchedCycle.__init__
+
+    def swapping(self: Any, env: Any) -> None:  # copies 0 and 1 trade their results
+        arrived(self, env)
+        book_arrived = self.book.arrived
+
+        def swapped(rows: Any, results: Any, ended: Any = None) -> None:
+            if list(rows) == [0, 1]:
+                results = [results[1], results[0]]
+            book_arrived(rows, results, ended)
+
+        self.book.arrived = swapped
+
+    monkeypatch.setattr(BatchedCycle, "__init__", swapping)
+    report = _check(_vmas_batch())
+    assert not report.ok
+    assert {f.rule for f in report.findings if f.severity == "error"} == {"vector.equiv"}
+    assert all("recv/send batch_size=1" in f.message for f in report.findings
+               if f.severity == "error"), report.findings
