@@ -177,7 +177,7 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
             self._book.arrive_reset([i], [obs], [infos])
             return
         result = self._run(i, "recv", lambda: env_copy.step(None))
-        self._book.arrive_step([i], [result], [env_copy.over])
+        self._book.arrive_step([i], [result], [env_copy.outcome])
 
     def close_extras(self, **kwargs: Any) -> None:
         """Drop the running episodes, close the book, and stop what feeds it."""

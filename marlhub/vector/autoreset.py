@@ -25,8 +25,9 @@ from typing import Any
 from marlhub.core import COMMON
 from marlhub.errors import VectorEnvError
 
-__all__ = ["AUTORESET_MODES", "DISABLED", "FINAL_INFO", "FINAL_OBS", "NEXT_STEP", "SAME_STEP",
-           "parse_autoreset_mode", "same_step_infos"]
+__all__ = ["AUTORESET_MODES", "DISABLED", "ENDED", "ENDED_AND_RESET", "FINAL_INFO", "FINAL_OBS",
+           "IDLE", "NEXT_STEP", "RESTARTED", "SAME_STEP", "STEPPED", "parse_autoreset_mode",
+           "same_step_infos"]
 
 #: A copy whose episode ended is reset in the next call; its action dict there is ignored.
 NEXT_STEP = "next_step"
@@ -36,6 +37,21 @@ SAME_STEP = "same_step"
 DISABLED = "disabled"
 #: The autoreset modes, named as in Gymnasium 1.x; ``next_step`` is the default.
 AUTORESET_MODES = (NEXT_STEP, SAME_STEP, DISABLED)
+
+# What one call did to a copy, as the copy's autoreset rule decided it
+# (:attr:`~marlhub.vector.copies.EnvCopy.outcome`). The book and the faces read these and
+# never work the rule out again.
+#: It stepped, and its episode goes on.
+STEPPED = 0
+#: It stepped and its episode ended; it waits (``next_step``: reset in the next call;
+#: ``disabled``: until a ``reset_mask``).
+ENDED = 1
+#: It stepped, its episode ended, and it was reset in the same call (``same_step``).
+ENDED_AND_RESET = 2
+#: Its episode had ended: it was reset instead of stepped (``next_step``).
+RESTARTED = 3
+#: Its episode had ended, and it stays ended (``disabled``).
+IDLE = 4
 
 #: Key under ``infos["__common__"]`` of the obs dict that ended the episode (same_step).
 FINAL_OBS = "final_obs"

@@ -248,14 +248,11 @@ class VectorMultiAgentEnv(_WithoutRay):
         """
         self._book.check_face(ARRAYS, "step_arrays()")
         per_copy = self._action_dicts(actions, range(self.num_envs), None)
-        return self._dict_arrays().step(self._step(per_copy), self.actors)
+        return self._dict_arrays().step(self._step(per_copy), self.actors, self._book.outcomes)
 
     def async_reset_arrays(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
         """``async_reset`` on the array face: :meth:`recv_arrays` returns the copies reset."""
         self._async_reset(seed, options, ARRAYS)
-        mask, _ = reset_mask_of(self.name(), options, self.num_envs)
-        self._dict_arrays().restart(range(self.num_envs) if mask is None
-                                    else np.flatnonzero(mask).tolist())
 
     def recv_arrays(self) -> Any:
         """``recv()`` on the array face: the next ``batch_size`` ready copies as
@@ -264,7 +261,8 @@ class VectorMultiAgentEnv(_WithoutRay):
         self._book.check_face(ARRAYS, "recv_arrays()", cycle=True)
         got = self._recv()
         rows = got.copy_ids.tolist()
-        batch = self._dict_arrays().step(tuple(got[:5]), self.actors, rows=rows)
+        batch = self._dict_arrays().step(tuple(got[:5]), self.actors, self._book.outcomes,
+                                         rows=rows)
         return ReceivedArrays(batch, got.copy_ids)
 
     def send_arrays(self, actions: Any, copy_ids: Any) -> None:
@@ -320,7 +318,7 @@ class VectorMultiAgentEnv(_WithoutRay):
 
             assert self.single_observation_spaces is not None
             assert self.single_action_spaces is not None
-            face = DictArrays(self.num_envs, self.autoreset_mode, self.groups,
+            face = DictArrays(self.num_envs, self.groups,
                               self.single_observation_spaces.__getitem__,
                               self.single_action_spaces.__getitem__, self.name())
             self._array_face = face

@@ -32,13 +32,20 @@ from marlhub.episode.actions import ActionChecker, DiscreteCheck, action_masks
 from marlhub.episode.status import (
     NOT_RESET,
     done_agents,
-    episode_over,
     flag,
     require_running,
 )
 from marlhub.errors import ActionError, VectorEnvError
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask
-from marlhub.vector.autoreset import DISABLED, NEXT_STEP, SAME_STEP
+from marlhub.vector.autoreset import (
+    DISABLED,
+    ENDED,
+    ENDED_AND_RESET,
+    IDLE,
+    NEXT_STEP,
+    RESTARTED,
+    STEPPED,
+)
 from marlhub.vector.ready import ReadyCopies, spread
 
 __all__ = ["ARRAYS", "DICTS", "CopyBook"]
@@ -62,6 +69,8 @@ class CopyBook:
         actors: each copy's agents that act next.
         ended: whether each copy's episode ended in the last call (under ``next_step``
             it is reset in the next; under ``disabled`` it waits for a ``reset_mask``).
+        outcomes: what the last call did to each copy (``RESTARTED`` after a reset), as its
+            :class:`~marlhub.vector.copies.EnvCopy` reported: the faces read it.
         final_flags: each ended copy's ``(terminated __all__, truncated __all__)``.
         uniform: the check of the one Discrete action space of every agent of every copy,
             when they share one (the action lists are then checked in one pass).
@@ -94,6 +103,7 @@ class CopyBook:
         self.actors: list[list[AgentID]] = [[] for _ in range(num_envs)]
         self.ended = [False] * num_envs
         self.final_flags: list[tuple[bool, bool]] = [(False, False)] * num_envs
+        self.outcomes: list[int] = [RESTARTED] * num_envs
         self.started = False
         self.broken: Optional[str] = None
         self.cycle = cycle if cycle is not None else ReadyCopies(env_name, num_envs)
@@ -141,10 +151,10 @@ class CopyBook:
             arrive(i, results[k], park and (self.ended[i] if ended is None else ended[k]))
 
     def arrive_step(self, rows: Sequence[int], results: Sequence[tuple[Any, ...]],
-                    overs: Optional[Sequence[bool]] = None) -> None:
+                    outcomes: Sequence[int]) -> None:
         """Record the 5-tuples the copies ``rows`` returned from a step (:meth:`record_step`)
         and hand them to ``recv``."""
-        self.record_step(results, overs, rows)
+        self.record_step(results, outcomes, rows)
         self.arrived(rows, results)
 
     def arrive_reset(self, rows: Sequence[int], obs: Sequence[Any], infos: Sequence[Any]) -> None:
@@ -166,38 +176,37 @@ class CopyBook:
                 self.infos[i] = infos[i] if isinstance(infos[i], Mapping) else {}
                 self.actors[i] = list(obs[i])
                 self.ended[i] = False
+                self.outcomes[i] = RESTARTED
         self.started = True
         self.broken = None
 
-    def record_step(self, results: Iterable[tuple[Any, ...]],
-                    overs: Optional[Sequence[bool]] = None,
+    def record_step(self, results: Iterable[tuple[Any, ...]], outcomes: Sequence[int],
                     rows: Optional[Sequence[int]] = None) -> None:
-        """Record the 5-tuple each copy returned from ``step``.
+        """Record the 5-tuple each copy returned from ``step`` and what the call did to it.
 
         Args:
             results: each copy's 5-tuple.
-            overs: for each copy, whether its done dicts end the episode, when the
-                caller has found it already (:attr:`EnvCopy.over`); else found here.
+            outcomes: each copy's :attr:`EnvCopy.outcome <marlhub.vector.copies.EnvCopy>`
+                (its autoreset rule's decision, which is not worked out again here).
             rows: the copies of ``results``, when not every copy in order (``send()``).
         """
-        same_step = self.mode == SAME_STEP
-        ended = self.ended
+        ended, actors, outcomes_of = self.ended, self.actors, self.outcomes
         for k, (obs, _, terminateds, truncateds, infos) in enumerate(results):
             i = k if rows is None else rows[k]
             self.obs[i] = obs
             self.infos[i] = infos if type(infos) is dict or isinstance(infos, Mapping) else {}
-            if ended[i]:  # reset now (next_step) or still ended (disabled)
-                ended[i] = self.mode == DISABLED
-                self.actors[i] = [] if ended[i] else list(obs)
-            elif overs[k] if overs is not None else episode_over(terminateds, truncateds):
-                ended[i] = not same_step  # same_step: obs is already the reset obs
-                self.actors[i] = list(obs) if same_step else []
+            outcome = outcomes_of[i] = outcomes[k]
+            if outcome == STEPPED:
+                if len(terminateds) == 1 and len(truncateds) == 1:
+                    actors[i] = list(obs)  # the done dicts hold only __all__: nobody is done
+                else:
+                    done = done_agents(terminateds, truncateds)
+                    actors[i] = [a for a in obs if a not in done] if done else list(obs)
+                continue
+            ended[i] = outcome in (ENDED, IDLE)
+            actors[i] = [] if ended[i] else list(obs)
+            if outcome in (ENDED, ENDED_AND_RESET):
                 self.final_flags[i] = (flag(terminateds, ALL), flag(truncateds, ALL))
-            elif len(terminateds) == 1 and len(truncateds) == 1:
-                self.actors[i] = list(obs)  # the done dicts hold only __all__: nobody is done
-            else:
-                done = done_agents(terminateds, truncateds)
-                self.actors[i] = [a for a in obs if a not in done] if done else list(obs)
 
     def kept_by_masked_reset(self, i: int) -> tuple[dict[Any, Any], dict[Any, Any]]:
         """Return what a copy that a ``reset_mask`` leaves alone returns: its actors' obs and infos."""

@@ -35,7 +35,18 @@ from marlhub.core import ALL, AgentID, missing_protocol_members
 from marlhub.episode.status import flag
 from marlhub.errors import ProtocolError, VectorEnvError
 from marlhub.spaces import masks_are_binding
-from marlhub.vector.autoreset import FINAL_INFO, FINAL_OBS, NEXT_STEP, SAME_STEP, same_step_infos
+from marlhub.vector.autoreset import (
+    ENDED,
+    ENDED_AND_RESET,
+    FINAL_INFO,
+    FINAL_OBS,
+    IDLE,
+    NEXT_STEP,
+    RESTARTED,
+    SAME_STEP,
+    STEPPED,
+    same_step_infos,
+)
 
 __all__ = [
     "FINAL_INFO",
@@ -49,26 +60,32 @@ __all__ = [
 
 
 class EnvCopy:
-    """One copy: a hub env and its autoreset state.
+    """One copy: a hub env and its autoreset state; the one place that applies the rule.
 
     Args:
         env: the hub env (or anything that quacks like one).
-        autoreset_mode: one of :data:`~marlhub.vector.base.AUTORESET_MODES`.
+        autoreset_mode: one of :data:`~marlhub.vector.autoreset.AUTORESET_MODES`.
 
     Attributes:
         ended: the episode ended and the copy was not reset yet.
-        over: whether the done dicts of the last :meth:`step` ended the episode (False
-            when that call reset the copy or found it ended).
+        outcome: what the last :meth:`step` did (:data:`~marlhub.vector.autoreset.STEPPED`,
+            ``ENDED``, ``ENDED_AND_RESET``, ``RESTARTED`` or ``IDLE``), which the book and the
+            faces read.
     """
 
-    __slots__ = ("env", "mode", "ended", "over", "final_flags")
+    __slots__ = ("env", "mode", "ended", "outcome", "final_flags")
 
     def __init__(self, env: Any, autoreset_mode: str) -> None:
         self.env = env
         self.mode = autoreset_mode
         self.ended = False
-        self.over = False
+        self.outcome = STEPPED
         self.final_flags = (False, False)
+
+    @property
+    def over(self) -> bool:
+        """Whether the done dicts of the last :meth:`step` ended the episode."""
+        return self.outcome in (ENDED, ENDED_AND_RESET)
 
     def reset(self, seed: Optional[int] = None,
               options: Optional[dict[str, Any]] = None) -> tuple[Any, Any]:
@@ -80,25 +97,27 @@ class EnvCopy:
     def step(self, action_dict: Any) -> tuple[Any, Any, Any, Any, Any]:
         """Step the env, or reset it or stay ended as the autoreset mode says; return the 5-tuple."""
         if self.ended:
-            self.over = False
             if self.mode == NEXT_STEP:
                 obs, infos = self.env.reset()
-                self.ended = False
+                self.ended, self.outcome = False, RESTARTED
                 return obs, {}, {ALL: False}, {ALL: False}, infos
+            self.outcome = IDLE
             terminated, truncated = self.final_flags
             return {}, {}, {ALL: terminated}, {ALL: truncated}, {}
         obs, rewards, terminateds, truncateds, infos = self.env.step(action_dict)
         all_t, all_u = terminateds.get(ALL), truncateds.get(ALL)
         if type(all_t) is not bool or type(all_u) is not bool:  # else decided here
             all_t, all_u = flag(terminateds, ALL), flag(truncateds, ALL)
-        over = self.over = all_t or all_u
-        if over:
-            if self.mode == SAME_STEP:
-                reset_obs, reset_infos = self.env.reset()
-                return reset_obs, rewards, terminateds, truncateds, same_step_infos(
-                    obs, infos, reset_infos)
-            self.ended = True
-            self.final_flags = (all_t, all_u)
+        if not (all_t or all_u):
+            self.outcome = STEPPED
+            return obs, rewards, terminateds, truncateds, infos
+        if self.mode == SAME_STEP:
+            self.outcome = ENDED_AND_RESET
+            reset_obs, reset_infos = self.env.reset()
+            return reset_obs, rewards, terminateds, truncateds, same_step_infos(
+                obs, infos, reset_infos)
+        self.ended, self.outcome = True, ENDED
+        self.final_flags = (all_t, all_u)
         return obs, rewards, terminateds, truncateds, infos
 
     def __repr__(self) -> str:

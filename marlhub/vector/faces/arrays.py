@@ -16,7 +16,7 @@ zeros for slots without an observation in this call.
 Example:
     >>> import gymnasium as gym
     >>> box, coin = gym.spaces.Box(0, 1, (2,)), gym.spaces.Discrete(2)
-    >>> face = DictArrays(2, "next_step", {"car": ["car_0", "car_1"]}, lambda a: box,
+    >>> face = DictArrays(2, {"car": ["car_0", "car_1"]}, lambda a: box,
     ...                   lambda a: coin)
     >>> batch = face.reset([{"car_0": np.ones(2)}, {}], [{}, {}], [["car_0"], []])
     >>> batch.obs["car"].shape, batch.acting["car"].tolist()
@@ -36,7 +36,7 @@ from gymnasium.vector.utils import concatenate, create_empty_array
 from marlhub.core import ALL, COMMON, AgentID
 from marlhub.episode.status import truthy
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask, zero_like
-from marlhub.vector.autoreset import DISABLED, FINAL_OBS, SAME_STEP
+from marlhub.vector.autoreset import ENDED_AND_RESET, FINAL_OBS, IDLE, RESTARTED, STEPPED
 from marlhub.vector.faces.group_actions import GroupActions
 
 __all__ = ["ArrayBatch", "DictArrays", "Leaf", "array_leaves", "final_obs_of", "obs_leaves",
@@ -148,7 +148,6 @@ class DictArrays:
 
     Args:
         num_envs: how many copies.
-        autoreset_mode: the vector env's autoreset mode.
         groups: group name -> agents.
         observation_space, action_space: each agent's spaces.
         env_name: the vector env's name, for messages.
@@ -158,18 +157,19 @@ class DictArrays:
         mask_size: group -> the size of its action masks, for the groups whose agents
             have shown one (from then on, the batches hold a mask array for the group).
 
-    It keeps, per copy, who is alive and whether the episode ended, as seen in
-    the calls it converts; feed it every ``reset`` and ``step`` of the vector env.
+    It keeps, per copy, who is alive, as seen in the calls it converts; feed it
+    every ``reset`` and ``step`` of the vector env, with what each call did to each
+    copy as the book has it (:attr:`CopyBook.outcomes <marlhub.vector.book.CopyBook>`):
+    the autoreset rule is never worked out here.
     Each call makes one pass over each copy's dicts. By default it returns new
     arrays; given ``out`` (arrays of the same shapes, a worker's rows of shared
     memory for example), it fills those instead.
     """
 
-    def __init__(self, num_envs: int, autoreset_mode: str, groups: Mapping[str, Sequence[AgentID]],
+    def __init__(self, num_envs: int, groups: Mapping[str, Sequence[AgentID]],
                  observation_space: Callable[[AgentID], gym.Space],
                  action_space: Callable[[AgentID], gym.Space], env_name: str = "vector env") -> None:
         self.num_envs = num_envs
-        self.mode = autoreset_mode
         self.groups = {name: list(agents) for name, agents in groups.items()}
         self.spaces = {name: observation_space(agents[0]) for name, agents in self.groups.items()}
         self.action_spaces = {name: action_space(agents[0])
@@ -184,7 +184,6 @@ class DictArrays:
         self.checker = GroupActions(env_name, num_envs, self.groups,
                                     {a: action_space(a) for a in self.slot})
         self.alive: list[set[AgentID]] = [set() for _ in range(num_envs)]
-        self.ended = [False] * num_envs
         # final observations written into ``out`` since it was last zeroed whole: a call on
         # some rows (``recv()``) zeroes only those, and the others may still hold theirs
         self._final_filled = False
@@ -202,29 +201,22 @@ class DictArrays:
         for i, ob in zip(copies, obs):
             if mask is None or mask[i]:
                 self.alive[i] = set(ob)
-                self.ended[i] = False
         batch = self._target(out, rows)
         return self._fill(batch, obs, infos, actors, out is None, rows)
 
-    def restart(self, rows: Sequence[int]) -> None:
-        """Take the copies ``rows`` as reset, before their reset comes in as a step's results
-        with no rewards and no one done (``recv()`` after ``async_reset()``)."""
-        for i in rows:
-            self.alive[i] = set()
-            self.ended[i] = False
-
     def step(self, results: tuple[Sequence[Any], ...], actors: Sequence[Sequence[AgentID]],
-             out: Optional[ArrayBatch] = None,
+             outcomes: Sequence[int], out: Optional[ArrayBatch] = None,
              rows: Optional[Sequence[int]] = None) -> ArrayBatch:
-        """Convert a ``step``: the five lists of the dict face, and who acts next; fill ``out``
-        if given (``rows``: as :meth:`reset` takes it)."""
+        """Convert a ``step``: the five lists of the dict face, who acts next and what the call
+        did to each copy (``outcomes``, one per copy of the vector env); fill ``out`` if given
+        (``rows``: as :meth:`reset` takes it; a reset that arrives as a step's results, after
+        ``async_reset``, has the outcome ``RESTARTED``)."""
         obs, rewards, terminateds, truncateds, infos = results
         batch = self._target(out, rows)
         final_rows = out.final_obs if out is not None else None
-        slot, alive, ended = self.slot, self.alive, self.ended
+        slot, alive = self.slot, self.alive
         reward_rows, done_t, done_u = batch.rewards, batch.terminated, batch.truncated
         episode_t, episode_u = batch.episode_terminated, batch.episode_truncated
-        same_step, disabled = self.mode == SAME_STEP, self.mode == DISABLED
         count = len(obs)
         for k, (ob, rewards_i, flags_t, flags_u) in enumerate(zip(obs, rewards, terminateds,
                                                                    truncateds)):
@@ -234,9 +226,9 @@ class DictArrays:
                 if reward:  # each agent once in the dict: zeros stay as they are
                     name, j = slot[agent]
                     reward_rows[name][p, j] = reward
-            if ended[i]:  # this call reset the copy (next_step), or it stays ended
-                ended[i] = disabled
-                alive[i] = set() if disabled else set(ob)
+            outcome = outcomes[i]
+            if outcome == RESTARTED or outcome == IDLE:  # reset instead of stepped, or ended
+                alive[i] = set(ob) if outcome == RESTARTED else set()
                 continue
             now_alive = alive[i].union(ob)
             done = _flag_slots(flags_t, slot, done_t, p) \
@@ -246,10 +238,11 @@ class DictArrays:
             all_t, all_u = flags_t.get(ALL, False), flags_u.get(ALL, False)
             if type(all_t) is not bool or type(all_u) is not bool:
                 all_t, all_u = truthy(all_t), truthy(all_u)
-            if not (all_t or all_u):
+            if outcome == STEPPED:
                 alive[i] = now_alive.difference(done) if done else now_alive
                 continue
-            if same_step:  # ``ob`` is the next episode's: the ending step's obs is the final obs
+            reset_too = outcome == ENDED_AND_RESET
+            if reset_too:  # ``ob`` is the next episode's: the ending step's obs is the final obs
                 now_alive = alive[i].union(final_obs_of(infos[k]))
             for agent in now_alive:  # the episode ended while they were alive
                 name, j = slot[agent]
@@ -258,9 +251,8 @@ class DictArrays:
                 if all_u:
                     done_u[name][p, j] = True
             episode_t[p], episode_u[p] = all_t, all_u
-            ended[i] = not same_step
-            alive[i] = set(ob) if same_step else set()  # same_step: obs is the reset's
-            if same_step:
+            alive[i] = set(ob) if reset_too else set()  # same_step: obs is the reset's
+            if reset_too:
                 if final_rows is None:
                     final_rows = self._final_rows(count)
                 self._fill_final(final_rows, p, infos[k])

@@ -29,7 +29,7 @@ import numpy as np
 from marlhub.adapters.batched import to_numpy
 from marlhub.core import ALL, COMMON, AgentID
 from marlhub.spaces import ACTION_MASK_KEY
-from marlhub.vector.autoreset import NEXT_STEP, SAME_STEP, same_step_infos
+from marlhub.vector.autoreset import ENDED_AND_RESET, IDLE, RESTARTED, same_step_infos
 from marlhub.vector.book import CopyBook
 from marlhub.vector.ready import ReadyCopies
 
@@ -206,13 +206,12 @@ class DictFace:
         trunc_rows = {name: v.tolist() for name, v in batch.truncated.items()}
         ep_t, ep_u = batch.episode_terminated.tolist(), batch.episode_truncated.tolist()
         results = []
-        overs = []
+        outcomes = env._outcomes.tolist()  # what the step did to each copy, as the source says
         for i in range(env.num_envs):
-            if before[i]:
-                results.append(self._ended_copy(batch, obs_rows, i))
-                overs.append(False)
+            if outcomes[i] in (RESTARTED, IDLE):
+                results.append(self._ended_copy(batch, obs_rows, i, outcomes[i]))
                 continue
-            reset_now = env.autoreset_mode == SAME_STEP and (ep_t[i] or ep_u[i])
+            reset_now = outcomes[i] == ENDED_AND_RESET
             rewards: dict[Any, Any] = {}
             terminateds: dict[Any, Any] = {}
             truncateds: dict[Any, Any] = {}
@@ -231,14 +230,14 @@ class DictFace:
             infos = batch.infos[i] if reset_now else batch.infos.agent_infos(i, present)
             results.append((obs_of_copy(groups, obs_rows, i, present), rewards, terminateds,
                             truncateds, infos))
-            overs.append(ep_t[i] or ep_u[i])
-        book.record_step(results, overs)
+        book.record_step(results, outcomes)
         self.synced = True
         return tuple(map(list, zip(*results)))
 
-    def _ended_copy(self, batch: Any, obs_rows: Any, i: int) -> tuple[Any, ...]:
-        """What a copy whose episode ended in the last call returns now."""
-        if self.env.autoreset_mode == NEXT_STEP:  # reset in this call
+    def _ended_copy(self, batch: Any, obs_rows: Any, i: int, outcome: int) -> tuple[Any, ...]:
+        """What a copy whose episode ended in the last call returns now: its reset
+        (``RESTARTED``), or nothing but its final flags (``IDLE``)."""
+        if outcome == RESTARTED:
             acting = self._acting(batch, i)
             return (obs_of_copy(self.env.groups, obs_rows, i, acting), {}, {ALL: False},
                     {ALL: False}, batch.infos.agent_infos(i, acting))

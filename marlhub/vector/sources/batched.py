@@ -55,6 +55,7 @@ from marlhub.vector.base import (
     reset_mask_of,
 )
 from marlhub.vector.sources.batched_cycle import BatchedCycle
+from marlhub.vector.autoreset import ENDED, ENDED_AND_RESET, IDLE, RESTARTED, STEPPED
 from marlhub.vector.book import ARRAYS, DICTS
 from marlhub.vector.faces.dicts import DictFace, LazyInfos
 from marlhub.vector.faces.group_actions import GroupActions
@@ -119,6 +120,7 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
         self._last: Optional[ArrayBatch] = None
         self._cannot_step: Optional[str] = NOT_RESET
         self._cycle = BatchedCycle(self)
+        self._outcomes = np.zeros(self.num_envs, np.int8)  # of the last step, per copy
         self.closed = False
 
     @property
@@ -242,6 +244,10 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
             batch.infos = batch.infos.with_final((final_infos, ended, final_obs, seen))
         else:
             self._ended = (before & (mode == DISABLED)) | ended
+        # what the step did to each copy, as the rule above decided (the dict face reads it)
+        self._outcomes = np.full(self.num_envs, STEPPED, np.int8)
+        self._outcomes[before] = RESTARTED if mode == NEXT_STEP else IDLE
+        self._outcomes[ended] = ENDED_AND_RESET if mode == SAME_STEP else ENDED
         self._finish(batch)
         return batch
 

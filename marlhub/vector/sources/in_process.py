@@ -137,7 +137,7 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         except Exception as exc:
             self._broke(i, "step", exc)
             raise
-        self._book.record_step(results, [env_copy.over for env_copy in copies])
+        self._book.record_step(results, [env_copy.outcome for env_copy in copies])
         obs, rewards, terminateds, truncateds, infos = map(list, zip(*results))
         return (deepcopy(obs) if self.copy else obs), rewards, terminateds, truncateds, infos
 
@@ -181,7 +181,7 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
             self._broke(rows[len(results)], "send", exc)
             raise
         self._cycle.start(rows)
-        self._book.arrive_step(rows, results, [copies[i].over for i in rows])
+        self._book.arrive_step(rows, results, [copies[i].outcome for i in rows])
 
     def _recv(self) -> Received:
         self._check_open()

@@ -9,7 +9,7 @@ time until told to close: ``("reset", (block, [(seed, options) or None per copy]
 array face ``("reset_arrays", [(seed, options) or None per copy])`` and
 ``("step_arrays", None)`` (:class:`WorkerArrays`, answered with the copies' infos). Each answer is
 ``("ok", [one result per copy])`` (a step's result: the 5-tuple and
-:attr:`~marlhub.vector.copies.EnvCopy.over`) or, when a copy raised,
+:attr:`~marlhub.vector.copies.EnvCopy.outcome`) or, when a copy raised,
 ``("error", (copy index, exception type name, message, traceback, pickled
 exception or None))``. Observations that fit the shared blocks are written
 into the block the request names (:class:`~marlhub.vector.sources.memory.SharedObs`);
@@ -40,7 +40,7 @@ import numpy as np
 from marlhub.episode.play import action_space_getter
 from marlhub.episode.prechecked import actions_prechecked
 from marlhub.vector.faces.arrays import ArrayBatch, DictArrays
-from marlhub.vector.autoreset import SAME_STEP
+from marlhub.vector.autoreset import ENDED_AND_RESET, SAME_STEP
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import EnvCopy, build_copy, describe_env
 from marlhub.vector.ready import spread
@@ -158,7 +158,7 @@ def _answer(command: str, data: Any, copies: list[EnvCopy], first_copy: int,
                     sent = shared.write(first_copy + k, obs, block) if shared is not None \
                         else obs
                     results.append((sent, rewards, terminateds, truncateds, infos,
-                                    env_copy.over))
+                                    env_copy.outcome))
         elif command == "reset":
             block, resets = data
             for k, env_copy in enumerate(copies):
@@ -272,7 +272,7 @@ class WorkerArrays:
                              autoreset_mode, [e.possible_agents for e in envs],
                              [action_space_getter(e) for e in envs])
         first_env = envs[0]
-        self.face = DictArrays(len(copies), autoreset_mode, slots.layout.groups,
+        self.face = DictArrays(len(copies), slots.layout.groups,
                                first_env.get_observation_space, first_env.get_action_space)
         self.same_step = autoreset_mode == SAME_STEP
         self.out = _rows_of(slots, self.rows, self.same_step)
@@ -327,16 +327,13 @@ class WorkerArrays:
                     action_dict[agent] = value.copy() if type(value) is np.ndarray else value
                 results.append(copies[self.current].step(action_dict))
         stepped = copies if which is None else [copies[k] for k in which]
-        self.book.record_step(results, [c.over for c in stepped], which)
+        self.book.record_step(results, [c.outcome for c in stepped], which)
         columns = tuple(list(column) for column in zip(*results))
         out = self.out
-        self.face.step(columns, self.book.actors, out=out, rows=which)
-        if self.same_step:
-            if which is None:
-                self.slots.final_row[self.rows] = out.episode_terminated | out.episode_truncated
-            else:
-                self.slots.final_row[self._global(which)] = \
-                    out.episode_terminated[which] | out.episode_truncated[which]
+        self.face.step(columns, self.book.actors, self.book.outcomes, out=out, rows=which)
+        if self.same_step:  # the rows that hold final observations
+            self.slots.final_row[self._global(which)] = [c.outcome == ENDED_AND_RESET
+                                                         for c in stepped]
         return columns[4], list(self.face.mask_size)
 
     def _global(self, which: Optional[Sequence[int]]) -> Any:

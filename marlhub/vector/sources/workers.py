@@ -295,12 +295,12 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         payloads = self._collect("step", timeout)
         shared, block = self._shared, self._block
         results = []
-        overs = []
-        for i, (sent, rewards, terminateds, truncateds, infos, over) in enumerate(payloads):
+        outcomes = []
+        for i, (sent, rewards, terminateds, truncateds, infos, outcome) in enumerate(payloads):
             obs = shared.read(i, sent, block) if shared is not None else sent
             results.append((obs, rewards, terminateds, truncateds, infos))
-            overs.append(over)
-        self._book.record_step(results, overs)
+            outcomes.append(outcome)
+        self._book.record_step(results, outcomes)
         obs_list, rewards_list, terminateds_list, truncateds_list, infos_list = (
             list(column) for column in zip(*results))
         return obs_list, rewards_list, terminateds_list, truncateds_list, infos_list
