@@ -170,7 +170,7 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
 
     def _arrive(self, i: int) -> None:
         """Take copy ``i``'s results (they are in) into the cycle."""
-        env_copy, cycle = self._copies[i], self._cycle
+        env_copy = self._copies[i]
         if i in self._resetting:
             self._resetting.discard(i)
             obs, infos = self._run(i, "reset", env_copy.reset)

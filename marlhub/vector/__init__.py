@@ -31,11 +31,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from marlhub.vector.sources.workers import AsyncVectorMultiAgentEnv, RemoteCopy
 from marlhub.vector.base import AUTORESET_MODES, VectorMultiAgentEnv
-from marlhub.vector.sources.batched import BatchedVectorEnv
 from marlhub.vector.faces.agent_slots import AgentSlotVectorEnv
+from marlhub.vector.sources.batched import BatchedVectorEnv
 from marlhub.vector.sources.in_process import SyncVectorMultiAgentEnv
+from marlhub.vector.sources.workers import AsyncVectorMultiAgentEnv, RemoteCopy
 
 __all__ = [
     "AUTORESET_MODES",

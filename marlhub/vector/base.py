@@ -34,7 +34,6 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.core import AgentID
-from marlhub.errors import VectorEnvError
 from marlhub.vector.arguments import one_seed, reset_mask_of, seeds_for, values_per_copy
 from marlhub.vector.autoreset import (
     AUTORESET_MODES,

@@ -31,9 +31,9 @@ import functools
 from typing import Any, Callable, Optional
 
 from marlhub.backends import import_backend, mixed_into
-from marlhub.vector.sources.workers import AsyncVectorMultiAgentEnv
 from marlhub.vector.base import VectorMultiAgentEnv, adopt_ray_base
 from marlhub.vector.sources.in_process import SyncVectorMultiAgentEnv
+from marlhub.vector.sources.workers import AsyncVectorMultiAgentEnv
 
 # VectorEnvRunner itself is built on first use (module __getattr__), as it imports Ray.
 __all__ = ["VectorEnvRunnerMixin", "env_fns_for_config", "vector_env_runner_class"]

@@ -35,8 +35,8 @@ from gymnasium.vector.utils import batch_space
 
 from marlhub.core import AgentID
 from marlhub.errors import VectorEnvError
-from marlhub.vector.faces.arrays import ArrayBatch
 from marlhub.vector.base import VectorMultiAgentEnv
+from marlhub.vector.faces.arrays import ArrayBatch
 from marlhub.vector.sources.batched import BatchedVectorEnv
 
 __all__ = ["AgentSlotVectorEnv"]

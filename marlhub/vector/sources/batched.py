@@ -44,7 +44,7 @@ import numpy as np
 from marlhub.adapters.batched import BatchedSource, SourceBatch, to_numpy
 from marlhub.episode.status import NOT_RESET, require_running
 from marlhub.errors import ProtocolError, VectorEnvError
-from marlhub.vector.faces.arrays import ArrayBatch
+from marlhub.vector.autoreset import ENDED, ENDED_AND_RESET, IDLE, RESTARTED, STEPPED
 from marlhub.vector.base import (
     DISABLED,
     NEXT_STEP,
@@ -54,12 +54,12 @@ from marlhub.vector.base import (
     parse_autoreset_mode,
     reset_mask_of,
 )
-from marlhub.vector.sources.batched_cycle import BatchedCycle
-from marlhub.vector.autoreset import ENDED, ENDED_AND_RESET, IDLE, RESTARTED, STEPPED
 from marlhub.vector.book import ARRAYS, DICTS
+from marlhub.vector.faces.arrays import ArrayBatch
 from marlhub.vector.faces.dicts import DictFace, LazyInfos
 from marlhub.vector.faces.group_actions import GroupActions
 from marlhub.vector.ready import Received, ReceivedArrays, rows_of
+from marlhub.vector.sources.batched_cycle import BatchedCycle
 
 __all__ = ["BatchedVectorEnv"]
 

@@ -33,14 +33,13 @@ import numpy as np
 from marlhub.core import ALL
 from marlhub.episode.status import require_running
 from marlhub.errors import VectorEnvError
-from marlhub.vector.faces.arrays import ArrayBatch
 from marlhub.vector.book import ARRAYS, DICTS
+from marlhub.vector.faces.arrays import ArrayBatch
 from marlhub.vector.ready import (
     HELD,
     PARKED,
     RUNNING,
     ReadyCopies,
-    Received,
     ReceivedArrays,
     count_of,
     received,

@@ -39,10 +39,10 @@ import numpy as np
 
 from marlhub.episode.play import action_space_getter
 from marlhub.episode.prechecked import actions_prechecked
-from marlhub.vector.faces.arrays import ArrayBatch, DictArrays
 from marlhub.vector.autoreset import ENDED_AND_RESET, SAME_STEP
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import EnvCopy, build_copy, describe_env
+from marlhub.vector.faces.arrays import ArrayBatch, DictArrays
 from marlhub.vector.ready import spread
 from marlhub.vector.sources.memory import ObsLayout, SharedObs, SlotArrays, SlotLayout
 

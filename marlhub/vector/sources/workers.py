@@ -34,9 +34,7 @@ from marlhub.vector.base import (
 from marlhub.vector.book import ARRAYS, DICTS, CopyBook
 from marlhub.vector.copies import build_copy, check_env_fns, describe_env
 from marlhub.vector.faces.group_actions import GroupActions
-from marlhub.vector.sources.processes import CLOSE_SECONDS, WorkerPool, default_num_workers
 from marlhub.vector.ready import ReadyCopies, rows_of
-from marlhub.vector.sources.workers_cycle import WorkerCycle
 from marlhub.vector.sources.memory import (
     LENT_BLOCKS,
     ObsLayout,
@@ -45,6 +43,8 @@ from marlhub.vector.sources.memory import (
     SlotLayout,
     slot_spaces_unsupported,
 )
+from marlhub.vector.sources.processes import CLOSE_SECONDS, WorkerPool, default_num_workers
+from marlhub.vector.sources.workers_cycle import WorkerCycle
 
 __all__ = ["AsyncVectorMultiAgentEnv", "RemoteCopy"]
 

@@ -46,9 +46,9 @@ import numpy as np
 
 from marlhub.errors import WorkerError
 from marlhub.vector.arguments import reset_mask_of, seeds_for
-from marlhub.vector.faces.arrays import row_index
 from marlhub.vector.autoreset import SAME_STEP
 from marlhub.vector.book import ARRAYS, DICTS
+from marlhub.vector.faces.arrays import row_index
 from marlhub.vector.ready import (
     ReadyCopies,
     Received,
