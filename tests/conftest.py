@@ -9,6 +9,12 @@ import pytest
 from tests.versions import at_both_ends
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "versions: the outcome depends on the backends' versions, so the README's "
+        "oldest-versions command runs it too (set by where the test lives: tests/versions.py)")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``versions`` the tests that the oldest-versions end runs too, by where they live.
 

@@ -20,6 +20,7 @@ import pytest
 
 import marlhub
 from marlhub.cli import main
+from tests.versions import AT_BOTH_ENDS, TESTS, at_both_ends, placed
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -65,6 +66,33 @@ def test_readme_has_an_oldest_versions_command_and_ci_runs_it_too() -> None:
     words = shlex.split(command.replace("&&", ";"))
     assert words[words.index("-c") + 1] == ".ci/oldest.txt"
     assert "agilerl" in words  # the newest AgileRL requires PettingZoo before 1.27
+
+
+def test_the_oldest_end_runs_the_tests_marked_versions_and_the_newest_end_all() -> None:
+    (command,) = OLDEST_COMMAND.findall(README)
+    words = shlex.split(command.replace("&&", ";"))
+    pytest_args = words[words.index("pytest") + 1:]
+    assert pytest_args[:1] == ["tests"] and "-m" in pytest_args, pytest_args
+    assert pytest_args[pytest_args.index("-m") + 1] == "versions"
+    assert TEST_COMMAND.findall(README)[0].endswith("&& pytest")  # everything, no selection
+
+
+def test_every_test_module_is_placed_at_one_end_or_both() -> None:
+    """A new test folder or top-level module says whether the oldest-versions end runs it."""
+    modules = sorted((REPO / "tests").rglob("test_*.py"))
+    assert len(modules) > 100
+    unplaced = [str(m.relative_to(REPO)) for m in modules if placed(m) is None]
+    assert not unplaced, f"add these to tests/versions.py's AT_BOTH_ENDS: {unplaced}"
+    gone = [key for key in AT_BOTH_ENDS if not (TESTS / key).exists()]
+    assert not gone, f"AT_BOTH_ENDS names paths that are no longer there: {gone}"
+    both = [m for m in modules if at_both_ends(m)]
+    assert len(modules) > len(both) > len(modules) // 3
+    assert at_both_ends(REPO / "tests" / "adapters" / "pettingzoo" / "test_learners.py")  # AgileRL
+
+
+def test_the_versions_mark_is_set_by_where_a_test_lives(request: pytest.FixtureRequest) -> None:
+    assert request.node.get_closest_marker("versions") is None  # this module: the newest end
+    assert "versions:" in "\n".join(request.config.getini("markers"))
 
 
 def _version(text: str) -> tuple[int, ...]:

@@ -10,6 +10,7 @@ It also says which tests the oldest-versions command runs (:data:`AT_BOTH_ENDS`)
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
@@ -63,7 +64,7 @@ AT_BOTH_ENDS: dict[str, bool] = {
 }
 
 #: Module names that run at the newest end only wherever they live: a benchmark script's
-#: smoke test (its table prints; the numbers in docs/data are measured on the newest builds).
+#: smoke test (the script runs and prints its table: marlhub's tooling, not the backends').
 NEWEST_ONLY_NAMES = frozenset({"test_benchmark.py"})
 
 
@@ -87,10 +88,12 @@ def placed(path: Path) -> Optional[str]:
     return None
 
 
+@lru_cache(maxsize=None)
 def at_both_ends(path: Path) -> bool:
-    """Whether the oldest-versions end runs the test module ``path`` too (see above).
+    """Whether the oldest-versions end runs the tests of ``path`` too (see above).
 
-    A module under no key runs at both ends (tests/test_readme.py fails until it is placed).
+    A module under tests/ that no key places runs at both ends (tests/test_readme.py fails
+    until it is placed); a path outside tests/ (the package's doctests) at the newest only.
 
     Example:
         >>> at_both_ends(TESTS / "adapters" / "pettingzoo" / "test_learners.py")
@@ -100,7 +103,7 @@ def at_both_ends(path: Path) -> bool:
         >>> at_both_ends(TESTS / "adapters" / "torchrl" / "test_benchmark.py")
         False
     """
-    if Path(path).name in NEWEST_ONLY_NAMES:
+    if Path(path).name in NEWEST_ONLY_NAMES or not Path(path).resolve().is_relative_to(TESTS):
         return False
     key = placed(path)
     return True if key is None else AT_BOTH_ENDS[key]

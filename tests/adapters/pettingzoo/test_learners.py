@@ -108,10 +108,16 @@ def test_sb3_ppo_trains_through_supersuits_vector_env_and_sees_the_hubs_returns(
     vec.close()
 
 
-def test_tianshou_trains_masked_dqn_on_the_aec_view_of_a_masked_game() -> None:
+def test_tianshou_trains_masked_dqn_on_the_aec_view_of_a_masked_game(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Tianshou's own multi-agent path: its PettingZooEnv over the AEC view, masks in obs."""
     pytest.importorskip("pyspiel")
     torch = pytest.importorskip("torch")
+    numba = pytest.importorskip("numba", reason="Tianshou needs numba (the learners extra)")
+    # Tianshou's replay buffer and return helpers are numba functions: compiling them takes
+    # longer (~8 s) than the few hundred steps here take them as plain Python. Set before
+    # Tianshou is first imported, when its decorators run.
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", True)
     pytest.importorskip("tianshou")
     from tianshou.algorithm import (
         DQN,

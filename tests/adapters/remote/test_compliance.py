@@ -4,8 +4,10 @@ Every class runs against a simultaneous id (``rock_paper_scissors``: two agents
 acting at once, so that every action tensor may be sent alone: the world steps when
 both are in), a turn-based one (``tic_tac_toe``) and one whose agents come and go
 (``traffic``); ``Step`` also against ``gymnasium/CartPole-v1`` (a Box observation,
-an int agent id). One ``marlhub serve`` process per id; each test gets its own
-connection and world.
+an int agent id). One ``marlhub serve`` process and one gRPC channel to it per id; each
+test gets its own connection (dm_env_rpc's: a ``Process`` stream on that channel, ended
+when the test closes it) and world. A channel of its own per test would add the 0.2 s
+that grpc takes to close one to each of the ~140 tests.
 
 Two tests cannot apply by design, and say why where they run:
 ``Step.test_can_send_each_action_individually`` and
@@ -45,23 +47,34 @@ def servers() -> Iterator[dict[str, ServeProcess]]:
         yield {served: stack.enter_context(serving(served)) for served in SERVED}
 
 
+@pytest.fixture(scope="module")
+def channels(servers: dict[str, ServeProcess]) -> Iterator[dict[str, Any]]:
+    """A channel to each server, ready; the tests open their connections on it."""
+    opened = {served: grpc.insecure_channel(server.address) for served, server in servers.items()}
+    try:
+        for channel in opened.values():
+            grpc.channel_ready_future(channel).result(timeout=30)
+        yield opened
+    finally:
+        for channel in opened.values():
+            channel.close()
+
+
 @pytest.fixture(autouse=True, scope="class")
-def _address(request: pytest.FixtureRequest, servers: dict[str, ServeProcess]) -> None:
-    request.cls.address = servers[request.cls.served_id].address
+def _channel(request: pytest.FixtureRequest, channels: dict[str, Any]) -> None:
+    request.cls.channel = channels[request.cls.served_id]
 
 
 class _Connected:
     """A connection per test, closed after it; a world created when the class needs one."""
 
-    address = ""
+    channel: Any = None
     served_id = SIMULTANEOUS
     needs_world = True
 
     def setUp(self) -> None:  # noqa: N802 - unittest's name
         super().setUp()  # type: ignore[misc]
-        self._channel = grpc.insecure_channel(self.address)
-        grpc.channel_ready_future(self._channel).result(timeout=30)
-        self._connection = dm_connection.Connection(self._channel)
+        self._connection = dm_connection.Connection(self.channel)
         self._world = None
         if self.needs_world:
             self._world = self._connection.send(dm_env_rpc_pb2.CreateWorldRequest()).world_name
@@ -73,8 +86,7 @@ class _Connected:
             self._connection.send(dm_env_rpc_pb2.LeaveWorldRequest())
             if self._world is not None:
                 self._connection.send(dm_env_rpc_pb2.DestroyWorldRequest(world_name=self._world))
-            self._connection.close()
-            self._channel.close()
+            self._connection.close()  # drops the stream: grpc cancels it, the server ends it
 
     @property
     def connection(self) -> Any:
