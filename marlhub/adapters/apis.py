@@ -47,21 +47,36 @@ class Target:
     ``precheck``, when set, names ``package.precheck(make_fresh, **options)``, which
     refuses up front (on a fresh instance) an env the API cannot take by structure;
     ``make(..., to=...)`` calls it, so the refusal comes when the env is made.
+    ``simultaneous`` says the API needs every live agent to act in every step: the
+    registry then builds an id's natively parallel version where its family has one
+    (:meth:`marlhub.registry.Registry.simultaneous_config`).
     """
 
     package: str
     function: str
     fixed: Mapping[str, Any] = field(default_factory=dict)
     precheck: Optional[str] = None
+    simultaneous: bool = False
 
     def converter(self) -> Callable[..., Any]:
         """Return the converter function (imports its adapter package, not its backend)."""
         return getattr(importlib.import_module(self.package), self.function)
 
-    def check_before(self, make_fresh: Callable[[], Any], **options: Any) -> None:
-        """Run the target's precheck on ``make_fresh()``, if it has one (it raises to refuse)."""
+    def check_before(self, make_fresh: Callable[[], Any], *, env_id: Optional[str] = None,
+                     aec_of_parallel: bool = False, **options: Any) -> None:
+        """Run the target's precheck on ``make_fresh()``, if it has one (it raises to refuse).
+
+        Args:
+            make_fresh: makes a fresh instance of the env to probe.
+            env_id: the registry id it was made from, for messages.
+            aec_of_parallel: the env is the AEC version of an env that exists natively
+                in parallel (its config chose it), so a refusal can say how to get the
+                parallel one.
+            options: the converter's options.
+        """
         if self.precheck is not None:
-            getattr(importlib.import_module(self.package), self.precheck)(make_fresh, **options)
+            getattr(importlib.import_module(self.package), self.precheck)(
+                make_fresh, env_id=env_id, aec_of_parallel=aec_of_parallel, **options)
 
 
 @dataclass(frozen=True)
@@ -75,7 +90,8 @@ class Api:
             type and imports no backend.
         into_hub: the package's ``from_x(native, **options) -> hub env``.
         targets: target name -> function turning a hub env into this API, or
-            ``(function, fixed keyword arguments[, precheck])`` (see :class:`Target`).
+            ``(function, fixed keyword arguments[, precheck[, simultaneous]])`` (see
+            :class:`Target`).
         families: ``"module:Class"`` of each of its registry families (none when it
             has no catalogue; PettingZoo's API has several: PettingZoo's own registry,
             mpe2, magent2 and any module).
@@ -87,7 +103,8 @@ class Api:
     describes: str
     detect: str
     into_hub: str
-    targets: Mapping[str, str | tuple[str, Mapping[str, Any]] | tuple[str, Mapping[str, Any], str]]
+    targets: Mapping[str, str | tuple[str, Mapping[str, Any]] | tuple[str, Mapping[str, Any], str]
+                     | tuple[str, Mapping[str, Any], str, bool]]
     families: tuple[str, ...]
     extra: str
     backend: str
@@ -123,7 +140,8 @@ APIS: tuple[Api, ...] = (
         into_hub="from_pettingzoo",
         targets={
             "pettingzoo.aec": ("to_pettingzoo", {"api": "aec"}),
-            "pettingzoo.parallel": ("to_pettingzoo", {"api": "parallel"}, "require_simultaneous"),
+            "pettingzoo.parallel": ("to_pettingzoo", {"api": "parallel"}, "require_simultaneous",
+                                    True),
         },
         families=(
             "marlhub.adapters.pettingzoo.family:PettingZooFamily",

@@ -2,9 +2,10 @@
 
 * :class:`Registry` (:mod:`~marlhub.registry.registry`): ``register``,
   ``register_family``, ``make``, ``registered``, ``entries``, ``spec``,
-  ``unregister``; fresh instances are independent.
+  ``unregister``, ``simultaneous_config``; fresh instances are independent.
 * The default registry (:mod:`~marlhub.registry.default`) behind the
-  module-level :func:`register_env`, :func:`make` and :func:`registered`:
+  module-level :func:`register_env`, :func:`make`, :func:`registered` and
+  :func:`simultaneous_config` (the config that has every agent act each step):
   the built-in envs, the built-in families and the ``marlhub.envs`` entry
   points (:mod:`~marlhub.registry.entry_points` documents the convention).
 * Ids and which names may be registered: :mod:`~marlhub.registry.ids`.
@@ -28,6 +29,7 @@ from marlhub.registry.default import (
     make,
     register_env,
     registered,
+    simultaneous_config,
 )
 from marlhub.registry.entry_points import ENTRY_POINT_GROUP
 from marlhub.registry.ray import register_with_ray
@@ -48,4 +50,5 @@ __all__ = [
     "register_env",
     "register_with_ray",
     "registered",
+    "simultaneous_config",
 ]

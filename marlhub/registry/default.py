@@ -32,7 +32,8 @@ from marlhub.registry.entry_points import ENTRY_POINT_GROUP
 from marlhub.registry.registry import Registry
 from marlhub.registry.spec import EnvSpec, RegistryProblem
 
-__all__ = ["create_default_registry", "default_registry", "make", "register_env", "registered"]
+__all__ = ["create_default_registry", "default_registry", "make", "register_env", "registered",
+           "simultaneous_config"]
 
 #: The family of simulators that drive (``external/HOST:PORT``): no API to convert, so it is
 #: no row of the API table.
@@ -155,6 +156,23 @@ def make(
         'HubAECEnv'
     """
     return default_registry().make(env_id, config, to=to, **convert_options)
+
+
+def simultaneous_config(env_id: str,
+                        config: Optional[Mapping[str, Any]] = None) -> Optional[Mapping[str, Any]]:
+    """Return the config that builds ``env_id`` with every agent acting in every step.
+
+    The config of the env's natively parallel version where its family has one
+    (``mpe2/``, ``magent2/``, PettingZoo's butterfly and sisl envs) and ``config``
+    does not choose ``api``; else ``config`` unchanged (see
+    :meth:`Registry.simultaneous_config`). For learner bridges and vector envs of
+    simultaneous-step learners: ``make_vec(env_id, n, simultaneous_config(env_id, config))``.
+
+    Example:
+        >>> simultaneous_config("rock_paper_scissors") is None
+        True
+    """
+    return default_registry().simultaneous_config(env_id, config)
 
 
 def registered(pattern: str = "*", *, families: bool = True) -> list[str]:

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any, Callable, Optional, cast
 
-from marlhub.adapters.apis import TARGETS, Target, convert, to_hub
+from marlhub.adapters.apis import TARGETS, convert, to_hub
 from marlhub.adapters.family import Family
 from marlhub.context import EnvContext
 from marlhub.errors import (
@@ -57,6 +57,7 @@ from marlhub.registry.ids import (
     validate_family_name,
     validate_name,
 )
+from marlhub.registry.parallel import aec_of_parallel, simultaneous_config
 from marlhub.registry.spec import EnvSpec, Listing, RegistryProblem
 
 __all__ = ["Registry"]
@@ -317,14 +318,20 @@ class Registry:
                 fix=f"Pass the env's config as a dict: marlhub.make({env_id!r}, "
                     f"{dict(convert_options)!r}).",
             )
+        target = TARGETS.get(to) if to is not None else None
+        if target is not None and target.simultaneous:  # a natively parallel version
+            config = self.simultaneous_config(env_id, config)
         hub = self._build(env_id, _to_context(env_id, config))
-        if to is not None and to in TARGETS and TARGETS[to] is not None:
-            # Refuse what the API cannot take when the env is made, on a fresh instance.
-            cast(Target, TARGETS[to]).check_before(
-                lambda: self._build(env_id, _to_context(env_id, config)), **convert_options)
-        if to is None:
-            return hub
-        return convert(hub, to=to, **convert_options)
+        if target is not None:  # refuse what the API cannot take when made, on a fresh instance
+            target.check_before(
+                lambda: self._build(env_id, _to_context(env_id, config)), env_id=env_id,
+                aec_of_parallel=target.simultaneous and aec_of_parallel(
+                    self.families, env_id, _to_context(env_id, config)), **convert_options)
+        return hub if to is None else convert(hub, to=to, **convert_options)
+
+    def simultaneous_config(self, env_id: str, config: Optional[Mapping[str, Any]] = None) -> Any:
+        """Return the config that has every agent act each step (:mod:`marlhub.registry.parallel`)."""
+        return simultaneous_config(self.families, env_id, _to_context(env_id, config), config)
 
     def _build(self, env_id: str, ctx: EnvContext) -> Any:
         """Call the creator (or the family) of ``env_id`` and bring the result to the hub."""

@@ -243,6 +243,31 @@ def test_family_dispatch_passes_rest_and_context(registry: Registry) -> None:
     assert registry.spec("toy/alpha") == EnvSpec("toy/alpha", None, "toy envs", "family toy")
 
 
+class ParallelToyFamily(ToyFamily):
+    """A toy family whose ``alpha`` has a parallel version, chosen by ``{"api": "parallel"}``."""
+
+    def parallel_config(self, rest: str, config: EnvContext) -> Optional[EnvContext]:
+        if rest != "alpha" or "api" in config:
+            return None
+        return config.copy_with_overrides({**config, "api": "parallel"})
+
+
+def test_simultaneous_config_asks_the_family_for_its_parallel_version(
+        registry: Registry) -> None:
+    registry.register_family(ParallelToyFamily())
+    chosen = registry.simultaneous_config("toy/alpha", EnvContext({"k": 1}, worker_index=2))
+    assert chosen == {"k": 1, "api": "parallel"} and chosen.worker_index == 2  # type: ignore[union-attr]
+    # No parallel version, the caller's own api, a family without the method, a plain name.
+    config = {"api": "aec"}
+    assert registry.simultaneous_config("toy/beta", None) is None
+    assert registry.simultaneous_config("toy/alpha", config) is config
+    registry.register_family(ToyFamily("plain"))
+    assert registry.simultaneous_config("plain/alpha", None) is None
+    assert registry.simultaneous_config("echo", config) is config
+    with pytest.raises(ConfigError, match="config must be a mapping"):
+        registry.simultaneous_config("toy/alpha", ["api"])  # type: ignore[arg-type]
+
+
 def test_family_unknown_rest_uses_the_familys_error(registry: Registry) -> None:
     registry.register_family(ToyFamily())
     with pytest.raises(UnknownEnvError, match=r"'toy/gamma'.*Did you mean 'toy/alpha'"):

@@ -63,6 +63,18 @@ def test_family_ids_resolve_in_the_process_that_calls_the_env_fn() -> None:
     assert repr(fn) == "RegistryEnvFn('gymnasium/CartPole-v1', vector_index=0)"
 
 
+def test_simultaneous_config_makes_vector_envs_of_a_natively_parallel_env() -> None:
+    pytest.importorskip("mpe2")
+    config = marlhub.registry.simultaneous_config("mpe2/simple_spread-v3", {"N": 2})
+    with make_vec("mpe2/simple_spread-v3", 2, config) as venv:
+        obs, _ = venv.reset(seed=0)
+        assert [sorted(o) for o in obs] == [["agent_0", "agent_1"]] * 2  # every agent acts
+        obs, *_ = venv.step([dict.fromkeys(o, 0) for o in obs])
+        assert [sorted(o) for o in obs] == [["agent_0", "agent_1"]] * 2
+    with make_vec("mpe2/simple_spread-v3", 1, {"N": 2}) as aec:  # the default stays AEC
+        assert list(aec.reset(seed=0)[0][0]) == ["agent_0"]
+
+
 @pytest.mark.parametrize(("call", "error", "match"), [
     (lambda: make_vec("tic_tac_to", 2), UnknownEnvError, "Did you mean 'tic_tac_toe'"),
     (lambda: make_vec("tic_tac_toe", 0), VectorEnvError, "num_envs must be an integer >= 1"),

@@ -26,7 +26,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from marlhub.adapters.apis import to_hub
 from marlhub.adapters.pettingzoo.adapter import PettingZooEnv
@@ -182,12 +182,24 @@ def to_pettingzoo(env: Any, api: str = "aec", turn_based: str = "raise") -> Any:
 
 
 def require_simultaneous(make_fresh: Any, *, turn_based: str = "raise", seed: int = 0,
-                         max_steps: int = 200, **options: Any) -> None:
+                         max_steps: int = 200, env_id: Optional[str] = None,
+                         aec_of_parallel: bool = False, **options: Any) -> None:
     """Refuse, up front, an env that ``to_pettingzoo(..., api="parallel")`` cannot take.
 
     Plays one seeded random episode of ``make_fresh()``; a step where only some
     live agents act means the env is turn-based. Nothing is checked with
-    ``turn_based="pad"``, which takes any env.
+    ``turn_based="pad"``, which takes any env, nor for a native PettingZoo
+    parallel env, which the conversion hands back itself.
+
+    Args:
+        make_fresh: makes a fresh instance of the env.
+        turn_based: the converter's option; ``"pad"`` takes any env.
+        seed: the probe episode's seed.
+        max_steps: the most steps the probe plays.
+        env_id: the registry id of the env, for the message.
+        aec_of_parallel: the env is the AEC version of a natively parallel env (its
+            config chose ``api='aec'``): the message says how to get the parallel one
+            instead of calling the env turn-based.
 
     Raises:
         NotParallelizableError: a step of the probe was turn-based.
@@ -202,14 +214,24 @@ def require_simultaneous(make_fresh: Any, *, turn_based: str = "raise", seed: in
     if turn_based != "raise":
         return
     env = to_hub(make_fresh())
+    if type(env) is ParallelPettingZooEnv:
+        return  # to_pettingzoo hands back the native parallel env itself
     for step in RandomEpisode(env, seed, max_steps=max_steps):
         live = list(getattr(env, "agents", None) or step.actors)
         if not step.over and set(step.actors) != set(live):
-            raise NotParallelizableError(
-                step.actors, live,
-                fix="The env is turn-based: use to='pettingzoo.aec', or turn_based='pad' to "
-                "give the idle agents their last observation.",
-            )
+            raise NotParallelizableError(step.actors, live,
+                                         fix=_parallel_fix(env_id, aec_of_parallel))
+
+
+def _parallel_fix(env_id: Optional[str], aec_of_parallel: bool) -> str:
+    """How to get a parallel env, for the env at hand."""
+    if aec_of_parallel:
+        name = repr(env_id) if env_id else "The env"
+        return (f"{name} was built as the AEC version of an env that exists natively in "
+                "parallel: pass {'api': 'parallel'} in its config (or drop 'api') to build "
+                "its parallel version.")
+    return ("The env is turn-based: use to='pettingzoo.aec', or turn_based='pad' to give the "
+            "idle agents their last observation.")
 
 
 def _views_module() -> Any:

@@ -7,6 +7,9 @@ env's constructor, except ``api``: ``"aec"`` (default) or ``"parallel"`` for
 the env's parallel version. Unknown keys are refused with the accepted ones,
 read from the constructor's signature. :meth:`PettingZooFamily.ids` lists the
 envs whose module imports (their optional dependencies are installed).
+:meth:`PettingZooFamily.parallel_config` gives the config that builds an env's
+native parallel version, which the registry uses when every agent must act in
+every step (``to="pettingzoo.parallel"``, learner bridges).
 
 PettingZoo is imported only when an id of the family is listed or made. The
 families of packages that follow the PettingZoo API outside PettingZoo
@@ -246,6 +249,37 @@ class PettingZooFamily:
         namespace, _, name = rest.partition("/")
         family = self.moved.get(namespace)
         return [f"{family}/{re.sub(r'_v(?=[0-9]+$)', '-v', name)}"] if family and name else []
+
+    def parallel_config(self, rest: str,
+                        config: Optional[Mapping[str, Any]] = None) -> Optional[EnvContext]:
+        """Return the config that builds the native parallel version of ``rest``, or None.
+
+        None when the env has no parallel version (``classic/tictactoe-v3``), when
+        ``rest`` names nothing the family can make (making it says why), or when
+        ``config`` already chooses ``api`` (the caller's choice stands). An
+        ``EnvContext`` keeps its worker attributes.
+
+        Example:
+            >>> family = PettingZooFamily()
+            >>> dict(family.parallel_config("butterfly/pistonball-v6", {"n_pistons": 4}))
+            {'n_pistons': 4, 'api': 'parallel'}
+            >>> family.parallel_config("classic/tictactoe-v3") is None
+            True
+            >>> family.parallel_config("butterfly/pistonball-v6", {"api": "aec"}) is None
+            True
+        """
+        if (config and _API_KEY in config) or not self._has_parallel(rest):
+            return None
+        base = config if isinstance(config, EnvContext) else EnvContext(dict(config or {}))
+        return base.copy_with_overrides({**base, _API_KEY: "parallel"})
+
+    def _has_parallel(self, rest: str) -> bool:
+        """Tell whether the family's catalogue has a parallel version of ``rest``."""
+        try:
+            self._spec(rest, "parallel")
+        except Exception:  # no parallel version, no such id, a missing package: make says why
+            return False
+        return True
 
     # -- making envs ---------------------------------------------------------------
 

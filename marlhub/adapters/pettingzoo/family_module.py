@@ -101,6 +101,14 @@ class PettingZooModuleFamily(PettingZooFamily):
             raise self._no_function(full, module, attr, named=function is not None)
         return env_spec(module_name, f"{module_name}:{attr}")
 
+    def _has_parallel(self, rest: str) -> bool:
+        """A module with a ``parallel_env`` has one; a named function decides the API itself."""
+        try:
+            _, function = self._locate(rest)
+        except Exception:  # no such module: making it says why
+            return False
+        return function is None and super()._has_parallel(rest)
+
     def _create(self, api: str, spec: Any, kwargs: dict[str, Any]) -> Any:
         return spec.make(**kwargs)  # the function decides the API: no check against ``api``
 

@@ -12,7 +12,12 @@ from marlhub.adapters.pettingzoo import ParallelPettingZooEnv, PettingZooEnv  # 
 from marlhub.adapters.pettingzoo.catalogue import registries  # noqa: E402
 from marlhub.adapters.pettingzoo.family import PettingZooFamily  # noqa: E402
 from marlhub.conformance import check  # noqa: E402
-from marlhub.errors import ConfigError, MissingDependencyError, UnknownEnvError  # noqa: E402
+from marlhub.errors import (  # noqa: E402
+    ConfigError,
+    MissingDependencyError,
+    NotParallelizableError,
+    UnknownEnvError,
+)
 from marlhub.registry import EnvContext, Registry  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*WARN. :UserWarning")
@@ -99,6 +104,30 @@ def test_unknown_ids_get_suggestions(registry: Registry) -> None:
         registry.make("pettingzoo/classic/tictacto-v3")
     with pytest.raises(UnknownEnvError, match=r"version v9 for 'classic/tictactoe' not found"):
         registry.make("pettingzoo/classic/tictactoe-v9")
+
+
+def test_parallel_config_builds_the_native_parallel_version(family: PettingZooFamily) -> None:
+    ctx = family.parallel_config("butterfly/pistonball", EnvContext({"n_pistons": 4},
+                                                                    worker_index=3))
+    assert isinstance(ctx, EnvContext) and ctx.worker_index == 3
+    assert dict(ctx) == {"n_pistons": 4, "api": "parallel"}
+    assert family.parallel_config("sisl/pursuit", None) == {"api": "parallel"}
+    # No parallel version, the caller's own choice of api, or no such id: none.
+    assert family.parallel_config("classic/tictactoe-v3", None) is None
+    assert family.parallel_config("butterfly/pistonball-v6", {"api": "aec"}) is None
+    assert family.parallel_config("butterfly/nope-v1", None) is None
+
+
+def test_the_aec_version_of_a_parallel_env_is_refused_with_the_way_to_the_parallel_one(
+        registry: Registry) -> None:
+    with pytest.raises(NotParallelizableError, match=r"'pettingzoo/butterfly/pistonball-v6' was "
+                       r"built as the AEC version of an env that exists natively in parallel: "
+                       r"pass \{'api': 'parallel'\} in its config \(or drop 'api'\)"):
+        registry.make("pettingzoo/butterfly/pistonball-v6", {"api": "aec", "max_cycles": 5},
+                      to="pettingzoo.parallel")
+    with pytest.raises(NotParallelizableError, match=r"The env is turn-based: use "
+                       r"to='pettingzoo.aec', or turn_based='pad'"):
+        registry.make("pettingzoo/classic/tictactoe-v3", to="pettingzoo.parallel")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("multi_agent_ale_py") is not None,

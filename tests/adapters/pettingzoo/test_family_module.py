@@ -37,6 +37,16 @@ def test_a_function_id_calls_that_function() -> None:
         marlhub.make(f"{SPREAD}.parallel_env", {"api": "parallel"})
 
 
+def test_parallel_config_for_a_module_with_a_parallel_env_only() -> None:
+    family = PettingZooModuleFamily()
+    assert family.parallel_config("mpe2.simple_spread_v3", {"N": 2}) == {"N": 2, "api": "parallel"}
+    assert marlhub.registry.simultaneous_config(SPREAD, None) == {"api": "parallel"}
+    # A function decides the API; tic-tac-toe has no parallel_env; no such module.
+    assert family.parallel_config("mpe2.simple_spread_v3.env", None) is None
+    assert family.parallel_config("pettingzoo.classic.tictactoe_v3", None) is None
+    assert family.parallel_config("mpe2.nope_v1", None) is None
+
+
 def test_config_is_checked_against_the_constructor() -> None:
     with pytest.raises(ConfigError, match=r"unknown key 'n'\. Accepted keys: 'N', 'api'"):
         marlhub.make(SPREAD, {"n": 2})

@@ -27,6 +27,7 @@ from marlhub.errors import (  # noqa: E402
     ActionError,
     ConfigError,
     MissingDependencyError,
+    NotParallelizableError,
     UnknownEnvError,
 )
 from marlhub.registry import EnvContext, Registry  # noqa: E402
@@ -88,6 +89,28 @@ def test_make_gives_the_aec_env_and_the_parallel_one_on_request(registry: Regist
     assert type(par) is ParallelPettingZooEnv
     assert par.possible_agents == ["red_0", "red_1", "blue_0", "blue_1"]
     assert type(marlhub.make("mpe2/simple_tag-v3", {"api": "parallel"})) is ParallelPettingZooEnv
+
+
+def test_parallel_config_chooses_the_parallel_version_unless_api_is_given(
+        mpe: Mpe2Family, magent: MAgent2Family) -> None:
+    assert mpe.parallel_config("simple_spread-v3", {"N": 2}) == {"N": 2, "api": "parallel"}
+    assert magent.parallel_config("battle", SMALL_BATTLE) == {**SMALL_BATTLE, "api": "parallel"}
+    assert mpe.parallel_config("simple_spread-v3", {"api": "aec"}) is None
+    assert mpe.parallel_config("simple_sprad-v3", None) is None  # making it says what is wrong
+
+
+@pytest.mark.parametrize(("env_id", "config"), [
+    ("mpe2/simple_spread-v3", {"max_cycles": 5}),
+    ("magent2/battle-v4", SMALL_BATTLE),
+])
+def test_the_aec_version_of_a_parallel_env_is_refused_with_the_way_to_the_parallel_one(
+        registry: Registry, env_id: str, config: dict) -> None:
+    with pytest.raises(NotParallelizableError, match=rf"'{env_id}' was built as the AEC version "
+                       r"of an env that exists natively in parallel: pass \{'api': 'parallel'\} "
+                       r"in its config \(or drop 'api'\) to build its parallel version\."):
+        registry.make(env_id, {"api": "aec", **config}, to="pettingzoo.parallel")
+    assert registry.make(env_id, {"api": "aec", **config}, to="pettingzoo.parallel",
+                         turn_based="pad").possible_agents
 
 
 def test_config_reaches_the_constructor(registry: Registry) -> None:
