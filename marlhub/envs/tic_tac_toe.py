@@ -23,7 +23,10 @@ Where this differs from the docs' code:
   checked first (``ActionError``, env unchanged);
 * optional config ``max_steps`` (default None: no limit, as in the docs) ends
   the episode with ``__all__`` truncated; both players then get their last
-  observation (rule ``done.truncation_has_obs``: the mover has acted).
+  observation (rule ``done.truncation_has_obs``: the mover has acted);
+* a global state for centralised critics: ``state()`` is the board and whose
+  turn it is (1 player1, -1 player2, 0 before reset), in ``state_space``,
+  ``Box(-1, 1, (10,), float32)``.
 
 Example:
     >>> env = TicTacToe()
@@ -90,6 +93,7 @@ class TicTacToe(MultiAgentEnv):
             "player1": gym.spaces.Discrete(9),
             "player2": gym.spaces.Discrete(9),
         }
+        self.state_space = gym.spaces.Box(-1.0, 1.0, (10,), np.float32)
         self.render_mode = "ansi"
         self.board: Optional[list[int]] = None
         self.current_player: Optional[str] = None
@@ -167,6 +171,18 @@ class TicTacToe(MultiAgentEnv):
 
     def _obs(self) -> np.ndarray:
         return np.array(self.board, np.float32)
+
+    def state(self) -> np.ndarray:
+        """Return the global state: the board, then who moves next (1 player1, -1 player2).
+
+        Example:
+            >>> env = TicTacToe()
+            >>> _ = env.reset(seed=3)
+            >>> env.state().shape, env.state_space.contains(env.state())
+            ((10,), True)
+        """
+        mover = {"player1": 1.0, "player2": -1.0}.get(str(self.current_player), 0.0)
+        return np.array([*(self.board or [0] * 9), mover], np.float32)
 
     def render(self) -> str:
         """Return the board as three lines of text (X = player1, O = player2).

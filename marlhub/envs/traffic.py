@@ -26,6 +26,10 @@ It is the test bed for the hard parts of the contract (:data:`marlhub.contract.r
   = (occupancy of each cell, phase) and acts in ``Discrete(2)``;
 * the episode is **terminated** when every car has crossed and **truncated**
   at ``max_steps``, when every live agent gets its last observation.
+* a **global state** for centralised critics (MAPPO, QMIX): ``state()`` is the
+  whole world as a float32 array in ``state_space``, three entries per car
+  (cell, on the road, crossed: the cell is 0 before the car enters and
+  ``road_length`` once it crossed), then the phase and the step ``t``.
 
 Within a step the light switches first, then cars move front to back.
 
@@ -113,6 +117,9 @@ class Traffic(MultiAgentEnv):
         self.observation_spaces[LIGHT] = gym.spaces.Box(0.0, 1.0, (n + 1,), np.float32)
         self.action_spaces = {car: car_act for car in self.cars}
         self.action_spaces[LIGHT] = gym.spaces.Discrete(2)
+        per_car = [n, 1, 1] * self.num_cars
+        self.state_space = gym.spaces.Box(
+            0.0, np.array([*per_car, 1, self.max_steps], np.float32), dtype=np.float32)
         self.render_mode = "ansi"
         self.t = 0
         self.phase = RED
@@ -207,6 +214,21 @@ class Traffic(MultiAgentEnv):
             self.agents = []
             self._cannot_step = EPISODE_OVER
         return obs, rewards, terminateds, truncateds, {}
+
+    def state(self) -> np.ndarray:
+        """Return the global state: every car's (cell, on the road, crossed), the phase, ``t``.
+
+        Example:
+            >>> env = Traffic({"num_cars": 2})
+            >>> _ = env.reset(seed=1)
+            >>> env.state()
+            array([0., 1., 0., 0., 0., 0., 1., 0.], dtype=float32)
+        """
+        n = self.road_length
+        cars = [(self.positions[car], 1, 0) if car in self.positions
+                else (n, 0, 1) if car in self.gone else (0, 0, 0)
+                for car in self.cars]
+        return np.array([*(v for car in cars for v in car), self.phase, self.t], np.float32)
 
     # -- the simulation -------------------------------------------------------------
 

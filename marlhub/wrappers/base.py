@@ -1,10 +1,13 @@
 """What every hub -> hub wrapper forwards to the env it wraps, written once.
 
 :class:`HubWrapper` holds the wrapped hub env (any env :func:`~marlhub.adapters.to_hub`
-accepts) and passes ``render``, ``close``, ``metadata``, ``render_mode`` and,
-unless a subclass says otherwise, the per-agent spaces and ``agents`` straight
-through, as PettingZoo's ``BaseWrapper`` does, so each wrapper holds only what it
-changes.
+accepts) and passes ``render``, ``close``, ``metadata``, ``render_mode``, the
+global ``state()`` and ``state_space`` (centralised critics read them) and, unless
+a subclass says otherwise, the per-agent spaces and ``agents`` straight through,
+as PettingZoo's ``BaseWrapper`` does, so each wrapper holds only what it changes.
+:func:`global_state` and :func:`global_state_space` say how an env without a
+global state answers, PettingZoo's way; wrappers and views not built on
+:class:`HubWrapper` forward through them too.
 
 Example:
     >>> from marlhub.envs import RockPaperScissors
@@ -22,7 +25,54 @@ import gymnasium as gym
 from marlhub.adapters.apis import to_hub
 from marlhub.core import AgentID, MultiAgentEnv
 
-__all__ = ["HubWrapper"]
+__all__ = ["HubWrapper", "global_state", "global_state_space"]
+
+
+def global_state(env: Any) -> Any:
+    """Return ``env.state()``, the global state of its world, where it has one.
+
+    Args:
+        env: any env.
+
+    Raises:
+        NotImplementedError: ``env`` has no ``state()`` method (as PettingZoo's
+            ``ParallelEnv.state`` raises).
+
+    Example:
+        >>> from marlhub.envs import RockPaperScissors, Traffic
+        >>> global_state(Traffic()).shape
+        (14,)
+        >>> global_state(RockPaperScissors())
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: RockPaperScissors has no state() method.
+    """
+    state = getattr(env, "state", None)
+    if not callable(state):  # absent, or not a method (OpenSpiel's adapter: the pyspiel.State)
+        raise NotImplementedError(f"{type(env).__name__} has no state() method.")
+    return state()
+
+
+def global_state_space(env: Any) -> gym.Space:
+    """Return ``env.state_space``, the space of :func:`global_state`, where it has one.
+
+    Args:
+        env: any env.
+
+    Raises:
+        AttributeError: ``env`` has none (so ``hasattr`` says False, as learners ask).
+
+    Example:
+        >>> from marlhub.envs import Traffic
+        >>> env = Traffic()
+        >>> _ = env.reset(seed=0)
+        >>> global_state_space(env).contains(global_state(env))
+        True
+    """
+    space = getattr(env, "state_space", None)
+    if space is None:
+        raise AttributeError(f"{type(env).__name__} has no global state_space.")
+    return space
 
 
 class HubWrapper(MultiAgentEnv):
@@ -60,6 +110,23 @@ class HubWrapper(MultiAgentEnv):
     def get_action_space(self, agent_id: AgentID) -> gym.Space:
         """The wrapped env's action space of ``agent_id``."""
         return self.env.get_action_space(agent_id)
+
+    def state(self) -> Any:
+        """Return the wrapped env's global ``state()``.
+
+        Raises:
+            NotImplementedError: the wrapped env has none.
+        """
+        return global_state(self.env)
+
+    @property
+    def state_space(self) -> gym.Space:
+        """The wrapped env's ``state_space``, the space of :meth:`state`.
+
+        Raises:
+            AttributeError: the wrapped env has none.
+        """
+        return global_state_space(self.env)
 
     def render(self) -> Any:
         """Render the wrapped env."""

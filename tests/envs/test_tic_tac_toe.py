@@ -196,3 +196,17 @@ def test_contract_holds_and_seeded_episodes_replay(contract, seed, config):
 def test_contract_runs_end_both_by_termination_and_truncation(contract):
     ends = {contract(TicTacToe({"max_steps": 12}), seed).ended_by for seed in range(30)}
     assert ends == {"terminated", "truncated"}
+
+
+def test_the_global_state_is_the_board_and_who_moves_next():
+    env = TicTacToe()
+    assert env.state().tolist() == [0.0] * 10
+    obs, _ = env.reset(seed=3)
+    first = next(iter(obs))
+    sign = 1.0 if first == "player1" else -1.0
+    assert env.state().tolist() == [0.0] * 9 + [sign]
+    env.step({first: 4})
+    state = env.state()
+    assert env.state_space.contains(state)
+    assert state[4] == sign and state[9] == -sign
+    np.testing.assert_array_equal(state[:9], env._obs())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -253,3 +254,44 @@ def test_an_action_for_a_car_that_left_says_it_is_done_and_moves_nothing():
         env.step({a: 1 for a in obs})
     actions = {a: 1 for a in marlhub.actors(obs, terminateds, {})}
     assert repr(env.step(actions)) == repr(twin.step(actions))
+
+
+
+# -- the global state ------------------------------------------------------------------
+
+def states_along(env: Traffic, seed: int, policy: Policy) -> list[np.ndarray]:
+    """Play one episode; return the global state after reset and after each step."""
+    obs, _ = env.reset(seed=seed)
+    states = [env.state()]
+    while True:
+        obs, _, terminateds, truncateds, _ = env.step({a: policy(a) for a in obs})
+        states.append(env.state())
+        if terminateds[ALL] or truncateds[ALL]:
+            return states
+        obs = {a: o for a, o in obs.items() if not terminateds.get(a)}
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_the_global_state_is_in_its_space_after_reset_and_every_step(seed: int) -> None:
+    env = Traffic({"num_cars": 3, "max_steps": 40})
+    space = env.state_space
+    assert isinstance(space, gym.spaces.Box) and space.dtype == np.float32
+    assert space.shape == (3 * 3 + 2,)
+    sampler = ActionSampler(seed)
+    states = states_along(env, seed, lambda a: sampler.sample(a, env.get_action_space(a)))
+    for state in states:
+        assert state.shape == space.shape and space.contains(state)
+
+
+def test_the_global_state_follows_the_cars_the_light_and_the_clock() -> None:
+    env = Traffic({"num_cars": 2, "road_length": 3, "arrival_gap": 0, "max_steps": 50})
+    states = states_along(env, 0, fast_green)
+    n = env.road_length
+    # Per car (cell, on the road, crossed), then the phase and t: car_0 on cell 0,
+    # car_1 not on the road yet.
+    assert states[0].tolist()[:6] == [0, 1, 0, 0, 0, 0]
+    assert [s[-1] for s in states] == list(range(len(states)))
+    cells = [s[0] for s in states if s[1] == 1]
+    assert cells == sorted(cells) and len(set(cells)) > 1  # car_0 moves forward
+    assert any(s[3:6].tolist() == [0, 1, 0] for s in states)  # car_1 enters
+    assert states[-1].tolist() == [n, 0, 1, n, 0, 1, 1, len(states) - 1]  # both crossed, green

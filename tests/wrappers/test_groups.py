@@ -366,3 +366,24 @@ def test_grouped_copies_match_the_ungrouped_env_step_for_step(assignment: list, 
         assert total == sum(returns_p[m] for m in groups.get(key, [key]))
     report = check(lambda: make(config).with_agent_groups(groups), episodes=2, seed=seed, strict=True)
     assert report.ok, str(report)
+
+
+def test_a_grouped_env_forwards_the_global_state_and_its_space() -> None:
+    env = Traffic({"num_cars": 3})
+    grouped = GroupAgentsWrapper(env, {"signal": ["light"]})
+    assert grouped.state_space is env.state_space
+    obs, _ = grouped.reset(seed=2)
+    while True:
+        state = grouped.state()
+        np.testing.assert_array_equal(state, env.state())
+        assert grouped.state_space.contains(state)
+        actions = {a: (1,) if a == "signal" else 2 for a in obs}
+        obs, _, terminateds, truncateds, _ = grouped.step(actions)
+        if terminateds[ALL] or truncateds[ALL]:
+            break
+        obs = {a: o for a, o in obs.items() if not (terminateds.get(a) or truncateds.get(a))}
+    np.testing.assert_array_equal(grouped.state(), env.state())
+    plain = RockPaperScissors().with_agent_groups({"team": ["player1", "player2"]})
+    assert not hasattr(plain, "state_space")
+    with pytest.raises(NotImplementedError, match="RockPaperScissors has no state"):
+        plain.state()

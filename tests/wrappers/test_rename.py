@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
 import marlhub
 from marlhub import ActionError, AgentIdError
 from marlhub.adapters.gymnasium import make_multi_agent
 from marlhub.conformance import check
-from marlhub.envs import Traffic
+from marlhub.envs import RockPaperScissors, Traffic
 from marlhub.rollout import random_rollout
 from marlhub.wrappers.rename import RenameAgents, string_ids
 
@@ -63,3 +64,52 @@ def test_to_pettingzoo_gives_string_ids_and_converting_back_restores_the_env() -
         parallel_api_test(to_pettingzoo(marlhub.make("gymnasium/CartPole-v1", {"num_agents": 2}),
                                         api="parallel"), num_cycles=10)
     assert pettingzoo.__name__ == "pettingzoo"
+
+
+# -- the global state (centralised critics read it through every wrapper) -----------
+
+def test_a_renamed_env_forwards_the_global_state_and_its_space() -> None:
+    env = Traffic({"num_cars": 2})
+    renamed = RenameAgents(env, {a: a.upper() for a in env.possible_agents})
+    assert renamed.state_space is env.state_space
+    obs, _ = renamed.reset(seed=3)
+    actors = list(obs)
+    while actors:
+        np.testing.assert_array_equal(renamed.state(), env.state())
+        obs, _, terminateds, truncateds, _ = renamed.step(dict.fromkeys(actors, 1))
+        actors = marlhub.actors(obs, terminateds, truncateds)
+    np.testing.assert_array_equal(renamed.state(), env.state())
+
+
+def test_a_renamed_env_without_a_state_has_none_as_pettingzoo_envs_do() -> None:
+    renamed = RenameAgents(RockPaperScissors(), {"player1": "a", "player2": "b"})
+    assert not hasattr(renamed, "state_space")
+    with pytest.raises(NotImplementedError, match="RockPaperScissors has no state"):
+        renamed.state()
+
+
+def test_the_state_survives_renaming_and_the_parallel_view_step_for_step() -> None:
+    pytest.importorskip("pettingzoo")
+    mpe2 = pytest.importorskip("mpe2")
+    from mpe2 import simple_spread_v3
+
+    from marlhub.adapters.pettingzoo import to_pettingzoo
+
+    assert mpe2.__name__ == "mpe2"
+    native = simple_spread_v3.parallel_env()
+    hub = marlhub.make("mpe2/simple_spread-v3", {"api": "parallel"})
+    # Integer ids: to_pettingzoo names them agent_<i> again, through a second RenameAgents.
+    numbered = RenameAgents(hub, {a: i for i, a in enumerate(hub.possible_agents)})
+    view = to_pettingzoo(numbered, api="parallel")
+    assert view.possible_agents == native.possible_agents
+    assert view.state_space == native.state_space
+    native.reset(seed=7)
+    view.reset(seed=7)
+    rng = np.random.default_rng(0)
+    while view.agents:
+        np.testing.assert_array_equal(view.state(), native.state())
+        assert view.state_space.contains(view.state())
+        actions = {a: int(rng.integers(native.action_space(a).n)) for a in native.agents}
+        native.step(actions)
+        view.step(actions)
+    np.testing.assert_array_equal(view.state(), native.state())

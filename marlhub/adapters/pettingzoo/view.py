@@ -41,6 +41,7 @@ from marlhub.episode.actions import check_action, check_keys
 from marlhub.episode.status import NOT_RESET, require_running
 from marlhub.errors import ActionError, EnvContractError, NotParallelizableError
 from marlhub.spaces import masks_are_binding, raw_action_mask, zero_like
+from marlhub.wrappers.base import global_state, global_state_space
 
 __all__ = ["HubAECEnv", "HubParallelEnv", "numpy_obs", "zero_like"]
 
@@ -152,10 +153,7 @@ class _HubFacade:
         Raises:
             AttributeError: the hub env has none (so ``hasattr`` says False, as learners ask).
         """
-        space = getattr(self.hub_env, "state_space", None)
-        if space is None:
-            raise AttributeError(f"{type(self.hub_env).__name__} has no global state_space.")
-        return space
+        return global_state_space(self.hub_env)
 
     def _mask_of(self, obs: Any, info: Any) -> Any:
         """The agent's action mask, when the hub env's masks say what it accepts."""
@@ -171,10 +169,7 @@ class _HubFacade:
 
     def state(self) -> Any:
         """Return the hub env's ``state()``, when it has one."""
-        state = getattr(self.hub_env, "state", None)
-        if not callable(state):
-            raise NotImplementedError(f"{type(self.hub_env).__name__} has no state() method.")
-        return state()
+        return global_state(self.hub_env)
 
     def __str__(self) -> str:
         return str(self.metadata.get("name"))

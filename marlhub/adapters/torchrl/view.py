@@ -31,10 +31,12 @@ from marlhub.adapters.torchrl.layout import (
     Layout,
     has_observation_mask,
 )
-from marlhub.core import ALL, AgentID, MultiAgentDict
+from marlhub.adapters.torchrl.specs import Codec, codec_for
+from marlhub.core import ALL, ENV_STATE, AgentID, MultiAgentDict
 from marlhub.episode.status import actors_of, done_agents, episode_over, flag
 from marlhub.errors import ActionError
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, masks_are_binding
+from marlhub.wrappers.base import global_state, global_state_space
 from marlhub.wrappers.illegal import IllegalActionWrapper
 
 __all__ = ["DEFAULT_ILLEGAL_ACTION", "HubTorchRLEnvMixin", "hub_torchrl_env_class",
@@ -73,6 +75,9 @@ class HubTorchRLEnvMixin:
     * **Rewards**: exactly what the hub paid in the step, per agent, idle
       agents included (0 for agents the rewards dict leaves out), as float32.
       Infos are not carried, except their action masks.
+    * **Global state**: where the hub env has ``state_space``, its ``state()``
+      sits at the root under ``"state"``, as TorchRL's ``PettingZooWrapper``
+      puts it (for a centralised critic).
     * **Done**: an agent's flags turn True in the step the hub reports it done
       and stay so; at the end of the episode every other agent takes the
       ``"__all__"`` flags.
@@ -122,6 +127,14 @@ class HubTorchRLEnvMixin:
         self.group_map: dict[str, list[AgentID]] = {
             name: list(members) for name, members in self._layout.group_map.items()}
         observation, action, reward, done = self._layout.specs(self.device)
+        try:
+            state_space = global_state_space(env)
+        except AttributeError:
+            self._state_codec: Optional[Codec] = None
+        else:
+            self._state_codec = codec_for(state_space, agent="the global state", role="state",
+                                          categorical=bool(categorical_actions))
+            observation[ENV_STATE] = self._state_codec.spec(self.device)
         self.full_observation_spec = observation
         self.full_action_spec = action
         self.full_reward_spec = reward
@@ -174,6 +187,8 @@ class HubTorchRLEnvMixin:
             out[name] = _pack(fields, group.lazy, self.device)
             if group.action_masks and not group.lazy:
                 mask_action_spec(self, group, out[name].get(ACTION_MASK_KEY))
+        if self._state_codec is not None:
+            out[ENV_STATE] = _tree(self._state_codec.encode(global_state(self.env)))
         root = TensorDict(out, batch_size=(), device=self.device)
         for key, value in zip(("terminated", "truncated", "done"), (*ends, any(ends))):
             root.set(key, _tensor(np.array([value])).to(self.device))

@@ -226,3 +226,32 @@ def test_agilerl_ippo_trains_through_its_pettingzoo_vector_env(tmp_path: Any) ->
         assert len(episodes) >= 5
         for got, hub_paid in zip(episodes, paid):  # float32 rewards summed in two orders
             assert got == pytest.approx(hub_paid)
+
+
+@pytest.mark.parametrize("source", ["traffic", "mpe2_renamed"])
+def test_skrl_reads_the_global_state_through_views_and_wrappers(source: str) -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("skrl")
+    from skrl.envs.wrappers.torch import wrap_env
+
+    from marlhub.wrappers.rename import RenameAgents
+
+    logging.getLogger("skrl").setLevel(logging.WARNING)
+    if source == "traffic":  # turn-based: the padded parallel view
+        hub = marlhub.make("traffic")
+        view = to_pettingzoo(hub, api="parallel", turn_based="pad")
+    else:  # MPE2's own state, behind RenameAgents (skrl stopped there before)
+        pytest.importorskip("mpe2")
+        hub = marlhub.make("mpe2/simple_spread-v3", {"api": "parallel"})
+        view = to_pettingzoo(RenameAgents(hub, {a: a.replace("agent", "runner")
+                                                for a in hub.possible_agents}), api="parallel")
+    env = wrap_env(view, wrapper="pettingzoo")  # skrl's own wrapper
+    agents = env.possible_agents
+    assert all(env.state_space(a) == hub.state_space for a in agents)
+    env.reset()
+    for _ in range(5):
+        states = env.state()
+        assert set(states) == set(agents)
+        expected = torch.as_tensor(hub.state(), dtype=torch.float32).reshape(1, -1)
+        assert all(torch.equal(s.cpu(), expected) for s in states.values())
+        env.step({a: torch.as_tensor([[env.action_space(a).sample()]]) for a in agents})

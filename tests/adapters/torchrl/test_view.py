@@ -340,3 +340,17 @@ def test_the_view_pickles() -> None:
     copy = pickle.loads(pickle.dumps(env))
     assert type(copy) is type(env) and copy.group_map == env.group_map
     check_env_specs(copy, seed=0)
+
+
+def test_the_global_state_sits_at_the_root_as_torchrl_puts_it() -> None:
+    hub = Traffic({"num_cars": 2})
+    env = to_torchrl(hub)
+    assert env.full_observation_spec["state"].shape == hub.state_space.shape
+    check_env_specs(env, seed=0)
+    td = env.reset(seed=1)
+    np.testing.assert_array_equal(td["state"].numpy(), hub.state())
+    for _ in range(4):
+        td = env.step(env.rand_action(td))
+        np.testing.assert_array_equal(td["next", "state"].numpy(), hub.state())
+        td = td["next"]
+    assert "state" not in to_torchrl(RockPaperScissors()).full_observation_spec.keys()
