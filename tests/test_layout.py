@@ -9,7 +9,7 @@ only from its own layer or below, function-local imports included:
 3. adapters, hub -> hub wrappers and the reference envs;
 4. vector envs, and external simulators (whose learner's side is a vector env);
 5. the registry;
-6. conformance, convert, rollout, remote (serving a registry id);
+6. conformance, convert, rollout, remote (serving a registry id), the learner bridges;
 7. the CLI; and the package ``marlhub`` itself re-exports from every layer.
 """
 
@@ -51,6 +51,7 @@ LAYERS: dict[str, int] = {
     "marlhub.convert": 6,
     "marlhub.rollout": 6,
     "marlhub.remote": 6,
+    "marlhub.learners": 6,
     "marlhub.cli": 7,
     "marlhub": 8,
 }

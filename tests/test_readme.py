@@ -56,8 +56,10 @@ def test_the_test_command_installs_every_extra_the_tests_use_pinned_by_the_const
     constraints = words[words.index("-c") + 1]
     pinned = (REPO / constraints).read_text(encoding="utf-8")
     for package in ("torch", "ray", "torchrl", "vmas", "pettingzoo", "open_spiel", "gymnasium",
-                    "skrl", "stable-baselines3", "sb3-contrib", "tianshou"):
+                    "skrl", "stable-baselines3", "sb3-contrib", "tianshou", "pufferlib-core"):
         assert re.search(rf"^{package}==", pinned, re.MULTILINE), package
+    # PufferLib pins torch 2.9.0 for a CUDA extension marlhub does not load: without its deps
+    assert words[words.index("pufferlib-core") - 1] == "--no-deps"
 
 
 def test_readme_has_an_oldest_versions_command_and_ci_runs_it_too() -> None:

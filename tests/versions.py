@@ -53,6 +53,8 @@ AT_BOTH_ENDS: dict[str, bool] = {
     # marlhub's own machinery: vector envs (worker processes, shared memory, arrays) and
     # the command line's plumbing.
     "vector": False,
+    # The learner bridges (SB3, PufferLib), which the oldest-versions command does not install.
+    "learners": False,
     "cli": False,
     "test_errors.py": False,
     "test_renamed.py": False,

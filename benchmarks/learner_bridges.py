@@ -1,0 +1,144 @@
+"""The learner's last mile: agent-steps per second of SB3-style batches, marlhub against SuperSuit.
+
+One env, PettingZoo's pistonball (parallel, 20 pistons, image observations, discrete actions), ``N`` copies
+(4 by default), each stepped to a flat batch of one row per (copy, agent), as SB3's
+``VecEnv`` takes it. Contestants, run interleaved in one process (round after round, in a
+rotating order), so drifts of the machine's speed hit them alike:
+
+* ``native``: ``N`` of PettingZoo's own parallel envs stepped one after another, the
+  actions of a dict per copy, no batch built (the reference: what the env itself costs);
+* ``supersuit``: SuperSuit's ``concat_vec_envs_v1(pettingzoo_env_to_vec_env_v1(env), N,
+  num_cpus=0, base_class="stable_baselines3")`` (the copies in this process);
+* ``to_sb3``: ``marlhub.learners.to_sb3("pettingzoo/butterfly/pistonball-v6", N)`` (in
+  this process);
+* ``supersuit procs``: the same with ``num_cpus=--workers`` (SuperSuit's processes);
+* ``to_sb3 async``: ``to_sb3(..., vectorization_mode="async", num_workers=--workers,
+  array_face=True)`` (the hub's workers write the array face into shared memory).
+
+Each contestant is stepped with actions drawn before the timing (one per slot, from the
+slots' action space) for ``--seconds``; episodes end (``max_cycles``) and copies reset
+while timed. Printed: per contestant the median agent-steps per second over the rounds,
+and the median of the per-round ratios to ``supersuit`` (serial contestants) or
+``supersuit procs`` (process contestants).
+
+Run it with ``python benchmarks/learner_bridges.py [--copies 4] [--rounds 3]`` (needs
+``pip install 'marlhub[learners]' 'pettingzoo[butterfly]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import marlhub  # noqa: E402
+from marlhub.learners import to_sb3  # noqa: E402
+
+ENV_ID = "pettingzoo/butterfly/pistonball-v6"
+
+
+def native_envs(n: int, max_cycles: int) -> Callable[[np.ndarray], None]:
+    from pettingzoo.butterfly import pistonball_v6
+
+    envs = [pistonball_v6.parallel_env(max_cycles=max_cycles, continuous=False) for _ in range(n)]
+    for i, env in enumerate(envs):
+        env.reset(seed=i)
+    agents = envs[0].possible_agents
+
+    def step(actions: np.ndarray) -> None:
+        for i, env in enumerate(envs):
+            if not env.agents:
+                env.reset()
+            row = actions[i * len(agents):(i + 1) * len(agents)]
+            env.step({a: row[k] for k, a in enumerate(env.agents)})
+    return step
+
+
+def supersuit_envs(n: int, max_cycles: int, cpus: int) -> Any:
+    import supersuit as ss
+    from pettingzoo.butterfly import pistonball_v6
+
+    env = ss.pettingzoo_env_to_vec_env_v1(pistonball_v6.parallel_env(max_cycles=max_cycles, continuous=False))
+    venv = ss.concat_vec_envs_v1(env, n, num_cpus=cpus, base_class="stable_baselines3")
+    venv.reset()
+    return venv
+
+
+def hub_envs(n: int, max_cycles: int, workers: int) -> Any:
+    options: dict[str, Any] = {"vectorization_mode": "async", "num_workers": workers,
+                               "array_face": True} if workers else {}
+    venv = to_sb3(ENV_ID, n, {"max_cycles": max_cycles, "continuous": False}, **options)
+    venv.seed(0)
+    venv.reset()
+    return venv
+
+
+def timed(step: Callable[[np.ndarray], Any], actions: list[np.ndarray], seconds: float) -> float:
+    """Steps per second of ``step`` over ``seconds``, cycling through ``actions``."""
+    count, start = 0, time.perf_counter()
+    while True:
+        step(actions[count % len(actions)])
+        count += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return count / elapsed
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--max-cycles", type=int, default=125)
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    n = args.copies
+    agents = len(marlhub.make(ENV_ID, {"api": "parallel"}).possible_agents)
+    slots = n * agents
+    rng = np.random.default_rng(0)
+    actions = [rng.integers(0, 3, slots) for _ in range(64)]  # pistonball: Discrete(3)
+    makers: dict[str, Callable[[], Any]] = {
+        "native": lambda: native_envs(n, args.max_cycles),
+        "supersuit": lambda: supersuit_envs(n, args.max_cycles, 0),
+        "to_sb3": lambda: hub_envs(n, args.max_cycles, 0),
+        "supersuit procs": lambda: supersuit_envs(n, args.max_cycles, args.workers),
+        "to_sb3 async": lambda: hub_envs(n, args.max_cycles, args.workers),
+    }
+    reference = {"native": "supersuit", "supersuit": "supersuit", "to_sb3": "supersuit",
+                 "supersuit procs": "supersuit procs", "to_sb3 async": "supersuit procs"}
+    rates: dict[str, list[float]] = {name: [] for name in makers}
+    envs = {name: make() for name, make in makers.items()}
+    try:
+        names = list(makers)
+        for r in range(args.rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                env = envs[name]
+                step = env if callable(env) and not hasattr(env, "step") else env.step
+                rates[name].append(timed(step, actions, args.seconds) * slots)
+    finally:
+        for env in envs.values():
+            if hasattr(env, "close"):
+                env.close()
+    print(f"pistonball, {n} copies x {agents} agents = {slots} slots, {args.workers} workers, "
+          f"{args.rounds} rounds of {args.seconds:g} s")
+    print(f"{'contestant':18s} {'agent-steps/s':>14s} {'ratio':>8s}  (median of per-round "
+          "ratios to the reference)")
+    for name in makers:
+        ref = rates[reference[name]]
+        ratio = statistics.median(a / b for a, b in zip(rates[name], ref))
+        print(f"{name:18s} {statistics.median(rates[name]):14,.0f} {ratio:8.2f}  "
+              f"(to {reference[name]})")
+
+
+if __name__ == "__main__":
+    main()

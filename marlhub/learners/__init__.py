@@ -1,0 +1,143 @@
+"""The learner's last mile: a hub env as the vectorized, fixed-shape batch a learner trains on.
+
+:func:`to_sb3` gives Stable-Baselines3 (and sb3-contrib) a ``VecEnv`` of one slot per
+(copy, agent) over the vector env's array face, for any registry id or vector env: mixed
+teams (``one_space=True``), turn-based games (masks) and agents that come and go
+included, with no SuperSuit in the way; :func:`to_pufferlib` gives PufferLib a native
+``PufferEnv`` of the same slots, which its vector envs run. :class:`~marlhub.learners.slots.AgentSlots` is the
+learner-independent part: how every slot stands in every step.
+
+Example:
+    >>> from marlhub.learners import to_sb3
+    >>> venv = to_sb3("rock_paper_scissors", 2)
+    >>> venv.num_envs, venv.observation_space, venv.action_space
+    (4, Discrete(3), Discrete(3))
+    >>> obs = venv.reset()
+    >>> obs, rewards, dones, infos = venv.step(venv.action_masks().argmax(axis=1))
+    >>> rewards.tolist(), infos[1]["agent"]
+    ([0.0, 0.0, 0.0, 0.0], 'player2')
+    >>> venv.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Optional
+
+from marlhub.backends import import_backend
+from marlhub.errors import VectorEnvError
+from marlhub.learners.slots import AgentSlots, SlotStep
+from marlhub.registry.vector import make_vec
+from marlhub.vector import SyncVectorMultiAgentEnv, VectorMultiAgentEnv
+from marlhub.vector.base import SAME_STEP
+
+__all__ = ["AgentSlots", "SlotStep", "to_pufferlib", "to_sb3", "vector_env_for"]
+
+
+def vector_env_for(env: Any, num_envs: Optional[int] = None,
+                   config: Optional[Mapping[str, Any]] = None, *,
+                   caller: str = "a learner bridge", **vector_kwargs: Any) -> VectorMultiAgentEnv:
+    """The vector env a learner bridge drives, with ``autoreset_mode="same_step"``.
+
+    Args:
+        env: a registry id (the copies then act all at once where the family has a
+            natively parallel version: :func:`marlhub.registry.simultaneous_config`), a
+            function that makes one env (called once per copy), or a vector env made with
+            ``autoreset_mode="same_step"`` (taken as it is).
+        num_envs: how many copies (1 by default); not with a vector env.
+        config: the env's config, for a registry id.
+        caller: what asks, for messages.
+        vector_kwargs: passed to :func:`marlhub.make_vec` (``vectorization_mode``,
+            ``num_workers``, ...) or to the sync vector env.
+
+    Raises:
+        VectorEnvError: options that do not apply to ``env``, or a vector env with another
+            autoreset mode.
+    """
+    if isinstance(env, VectorMultiAgentEnv):
+        if num_envs is not None or config is not None or vector_kwargs:
+            raise VectorEnvError(env.name(), f"{caller} got a vector env and options for "
+                                 "making one", "Pass either a vector env, or an id (or env "
+                                 "function) with num_envs, config and the vector options.")
+        return env
+    if isinstance(env, str):
+        from marlhub.registry import simultaneous_config
+
+        return make_vec(env, 1 if num_envs is None else num_envs,
+                        simultaneous_config(env, config), autoreset_mode=SAME_STEP,
+                        **vector_kwargs)
+    if callable(env):
+        if config is not None:
+            raise VectorEnvError(caller, "config= was given with an env function",
+                                 "Put the config in the function, or pass a registry id.")
+        fns: list[Callable[[], Any]] = [env] * (1 if num_envs is None else num_envs)
+        return SyncVectorMultiAgentEnv(fns, autoreset_mode=SAME_STEP, **vector_kwargs)
+    raise VectorEnvError(caller, f"cannot make a vector env of {type(env).__name__}",
+                         "Pass a registry id, a function that makes one env, or a vector env.")
+
+
+def to_sb3(env: Any, num_envs: Optional[int] = None, config: Optional[Mapping[str, Any]] = None,
+           *, one_space: bool = False, **vector_kwargs: Any) -> Any:
+    """Return an SB3 ``VecEnv`` with one env per (copy, agent), for any hub env.
+
+    Args:
+        env: a registry id, a function that makes one env, or a vector env made with
+            ``autoreset_mode="same_step"`` (:func:`vector_env_for`).
+        num_envs: how many copies of the env (the SB3 env has ``num_envs * agents`` slots).
+        config: the env's config, for a registry id.
+        one_space: agents of different spaces (a mixed team) share one padded observation
+            ``Box`` with their kind beside it, and one action space with masks for what a
+            kind cannot do (see :mod:`marlhub.learners.slots`).
+        vector_kwargs: the vector env's options (``vectorization_mode="async"``,
+            ``num_workers``, ``array_face`` ...).
+
+    Returns:
+        A :class:`~marlhub.learners.sb3_vec_env.Sb3VecEnv`, a subclass of SB3's ``VecEnv``.
+
+    Raises:
+        MissingDependencyError: stable-baselines3 is not installed.
+        VectorEnvError: the agents have several spaces and ``one_space`` is False, or a
+            space the slots cannot take.
+    """
+    module = import_backend("marlhub.learners.sb3_vec_env", package="stable_baselines3",
+                            extra="learners", feature="to_sb3()")
+    vector_env = vector_env_for(env, num_envs, config, caller="to_sb3()", **vector_kwargs)
+    try:
+        return module.Sb3VecEnv(AgentSlots(vector_env, one_space=one_space))
+    except BaseException:
+        if not isinstance(env, VectorMultiAgentEnv):
+            vector_env.close()
+        raise
+
+
+def to_pufferlib(env: Any, num_envs: Optional[int] = None,
+                 config: Optional[Mapping[str, Any]] = None, *, buf: Optional[dict[str, Any]] = None,
+                 seed: Optional[int] = 0, **vector_kwargs: Any) -> Any:
+    """Return a native ``pufferlib.PufferEnv`` with one agent row per (copy, agent).
+
+    PufferLib's vector envs take it through a picklable creator:
+    ``pufferlib.vector.make(functools.partial(to_pufferlib, "traffic"),
+    backend=pufferlib.vector.Multiprocessing, num_envs=4, num_workers=2)``.
+
+    Args:
+        env: a registry id, a function that makes one env, or a vector env made with
+            ``autoreset_mode="same_step"`` (:func:`vector_env_for`).
+        num_envs: copies in this PufferLib env (1 by default).
+        config: the env's config, for a registry id.
+        buf: PufferLib's buffers (passed by its vector envs).
+        seed: the seed of the first reset.
+        vector_kwargs: the hub vector env's options.
+
+    Returns:
+        A :class:`~marlhub.learners.puffer_env.HubPufferEnv`: observations in one padded
+        ``Box`` (the ``one_space`` layout of :mod:`marlhub.learners.slots`).
+
+    Raises:
+        MissingDependencyError: PufferLib (``pufferlib-core``) is not installed.
+        VectorEnvError: kinds of agents that act in Discrete and in Box spaces.
+    """
+    module = import_backend("marlhub.learners.puffer_env", package="pufferlib",
+                            extra="learners", feature="to_pufferlib()",
+                            install="pip install --no-deps pufferlib-core psutil rich "
+                            "rich-argparse")
+    return module.HubPufferEnv(env, num_envs, config, buf=buf, seed=seed, **vector_kwargs)
