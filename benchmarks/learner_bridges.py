@@ -13,7 +13,18 @@ rotating order), so drifts of the machine's speed hit them alike:
   this process);
 * ``supersuit procs``: the same with ``num_cpus=--workers`` (SuperSuit's processes);
 * ``to_sb3 async``: ``to_sb3(..., vectorization_mode="async", num_workers=--workers,
-  array_face=True)`` (the hub's workers write the array face into shared memory).
+  array_face=True)`` (the hub's workers write the array face into shared memory);
+* ``puffer emulation``: PufferLib's ``pufferlib.vector.Multiprocessing`` of ``N`` of its
+  ``PettingZooPufferEnv`` (its emulation of the same native parallel env), ``--workers``
+  workers (where PufferLib is installed);
+* ``puffer to_pufferlib``: the same Multiprocessing of ``N`` ``to_pufferlib`` envs (one
+  copy each);
+* ``hub async arrays``: ``make_vec(..., vectorization_mode="async", num_workers=--workers,
+  array_face=True)`` stepped with ``step_arrays`` (the hub's own vector env, no learner
+  bridge).
+
+The process contestants are compared with ``supersuit procs``, and the last three also
+with ``puffer emulation``.
 
 Each contestant is stepped with actions drawn before the timing (one per slot, from the
 slots' action space) for ``--seconds``; episodes end (``max_cycles``) and copies reset
@@ -82,6 +93,47 @@ def hub_envs(n: int, max_cycles: int, workers: int) -> Any:
     return venv
 
 
+def puffer_envs(n: int, max_cycles: int, workers: int, ours: bool) -> Any:
+    import functools
+
+    import pufferlib.emulation
+    import pufferlib.vector
+    from pettingzoo.butterfly import pistonball_v6
+
+    from marlhub.learners import to_pufferlib
+
+    if ours:
+        creator: Any = functools.partial(to_pufferlib, ENV_ID,
+                                         config={"max_cycles": max_cycles, "continuous": False})
+    else:
+        creator = functools.partial(pufferlib.emulation.PettingZooPufferEnv,
+                                    env_creator=pistonball_v6.parallel_env,
+                                    env_kwargs={"max_cycles": max_cycles, "continuous": False})
+    venv = pufferlib.vector.make(creator, backend=pufferlib.vector.Multiprocessing, num_envs=n,
+                                 num_workers=workers, seed=0)
+    venv.async_reset(0)
+    venv.recv()
+
+    def step(actions: np.ndarray) -> None:
+        venv.send(actions.astype(np.int32))
+        venv.recv()
+    step.close = venv.close  # type: ignore[attr-defined]
+    return step
+
+
+def hub_arrays(n: int, max_cycles: int, workers: int) -> Any:
+    venv = marlhub.make_vec(ENV_ID, n, {"api": "parallel", "max_cycles": max_cycles,
+                                        "continuous": False}, vectorization_mode="async",
+                            num_workers=workers, array_face=True)
+    venv.reset_arrays(seed=0)
+    (group,) = venv.groups
+
+    def step(actions: np.ndarray) -> None:
+        venv.step_arrays({group: actions.reshape(n, -1)})
+    step.close = venv.close  # type: ignore[attr-defined]
+    return step
+
+
 def timed(step: Callable[[np.ndarray], Any], actions: list[np.ndarray], seconds: float) -> float:
     """Steps per second of ``step`` over ``seconds``, cycling through ``actions``."""
     count, start = 0, time.perf_counter()
@@ -116,6 +168,14 @@ def main(argv: list[str] | None = None) -> None:
     }
     reference = {"native": "supersuit", "supersuit": "supersuit", "to_sb3": "supersuit",
                  "supersuit procs": "supersuit procs", "to_sb3 async": "supersuit procs"}
+    import importlib.util
+
+    if importlib.util.find_spec("pufferlib") is not None:
+        makers["puffer emulation"] = lambda: puffer_envs(n, args.max_cycles, args.workers, False)
+        makers["puffer to_pufferlib"] = lambda: puffer_envs(n, args.max_cycles, args.workers, True)
+        makers["hub async arrays"] = lambda: hub_arrays(n, args.max_cycles, args.workers)
+        for name in ("puffer emulation", "puffer to_pufferlib", "hub async arrays"):
+            reference[name] = "supersuit procs"
     rates: dict[str, list[float]] = {name: [] for name in makers}
     envs = {name: make() for name, make in makers.items()}
     try:
@@ -123,21 +183,25 @@ def main(argv: list[str] | None = None) -> None:
         for r in range(args.rounds):
             for name in names[r % len(names):] + names[:r % len(names)]:
                 env = envs[name]
-                step = env if callable(env) and not hasattr(env, "step") else env.step
+                step = env if callable(env) and not hasattr(env, "step_wait") else env.step
                 rates[name].append(timed(step, actions, args.seconds) * slots)
+                time.sleep(0.6)  # PufferLib's idle workers poll without sleeping for 0.5 s
     finally:
         for env in envs.values():
             if hasattr(env, "close"):
                 env.close()
     print(f"pistonball, {n} copies x {agents} agents = {slots} slots, {args.workers} workers, "
           f"{args.rounds} rounds of {args.seconds:g} s")
-    print(f"{'contestant':18s} {'agent-steps/s':>14s} {'ratio':>8s}  (median of per-round "
-          "ratios to the reference)")
+    print(f"{'contestant':20s} {'agent-steps/s':>14s} ratios (medians of per-round ratios)")
     for name in makers:
-        ref = rates[reference[name]]
-        ratio = statistics.median(a / b for a, b in zip(rates[name], ref))
-        print(f"{name:18s} {statistics.median(rates[name]):14,.0f} {ratio:8.2f}  "
-              f"(to {reference[name]})")
+        line = f"{name:20s} {statistics.median(rates[name]):14,.0f}"
+        refs = [reference[name]] + (["puffer emulation"] if name in (
+            "puffer to_pufferlib", "hub async arrays", "to_sb3 async") and
+            "puffer emulation" in rates else [])
+        for ref in refs:
+            ratio = statistics.median(a / b for a, b in zip(rates[name], rates[ref]))
+            line += f" {ratio:8.2f} (to {ref})"
+        print(line)
 
 
 if __name__ == "__main__":

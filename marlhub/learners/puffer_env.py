@@ -59,9 +59,9 @@ class HubPufferEnv(pufferlib.PufferEnv):
             self.mask_size = int(action_space.n)
             space = self.slots.observation_space
             self.single_observation_space = gym.spaces.Box(
-                np.concatenate([space.low, np.zeros(self.mask_size, np.float32)]),
-                np.concatenate([space.high, np.ones(self.mask_size, np.float32)]),
-                dtype=np.float32)
+                np.concatenate([space.low, np.zeros(self.mask_size, space.dtype)]),
+                np.concatenate([space.high, np.ones(self.mask_size, space.dtype)]),
+                dtype=space.dtype)
         self.single_action_space = self.slots.action_space
         self.num_agents = self.slots.num_slots
         self.render_mode = vector_env.render_mode

@@ -11,7 +11,8 @@ drives with ``autoreset_mode="same_step"``) into arrays of ``num_envs * A`` rows
   vector env's array face has one group); the slots take that space as it is;
 * **one space** (``one_space=True``), for mixed teams: each agent's observation is flattened
   (as ``gymnasium.spaces.flatten`` does) into one padded ``Box``, followed by a one-hot of
-  its kind (its group) when there are several; the actions are one ``Discrete(max n)``,
+  its kind (its group) when there are several (float32; of the agents' own dtype where
+  all observe ``Box`` es of one dtype, so images stay uint8); the actions are one ``Discrete(max n)``,
   with masks that forbid what a kind cannot do, or one ``Box`` of the longest action (a
   kind takes its first dims, clipped to its own bounds).
 
@@ -255,13 +256,13 @@ class AgentSlots:
             back = np.argsort(order)  # slot column k holds group column back[k]
             return {key: sub[:, back] for key, sub in obs.items()} if isinstance(obs, dict) \
                 else obs[:, back]
-        out = np.zeros((self.num_envs, len(self.agents)) + self.observation_space.shape,
-                       np.float32)
+        space = self.observation_space
+        out = np.zeros((self.num_envs, len(self.agents)) + space.shape, space.dtype)
         kinds = len(self.groups)
         for gi, (g, columns) in enumerate(self._columns.items()):
             if g not in group_obs:
                 continue
-            flat = flat_rows(self._obs_spaces[g], _numpy(group_obs[g]))
+            flat = flat_rows(self._obs_spaces[g], _numpy(group_obs[g]), space.dtype)
             out[:, columns, :flat.shape[-1]] = flat
             if kinds > 1:
                 out[:, columns, -kinds + gi] = 1.0
@@ -302,9 +303,10 @@ class AgentSlots:
         self.vector_env.close()
 
 
-def flat_rows(space: gym.Space, values: Any) -> np.ndarray:
+def flat_rows(space: gym.Space, values: Any, dtype: Any = np.float32) -> np.ndarray:
     """Flatten every observation of ``values`` (leading dims, then one observation of ``space``)
-    as ``gymnasium.spaces.flatten`` flattens one: float32, one-hot for discrete values.
+    as ``gymnasium.spaces.flatten`` flattens one: of ``dtype`` (float32), one-hot for
+    discrete values.
 
     Example:
         >>> flat_rows(gym.spaces.MultiDiscrete([3, 2]), np.array([[2, 0], [0, 1]])).tolist()
@@ -324,14 +326,16 @@ def flat_rows(space: gym.Space, values: Any) -> np.ndarray:
         return np.concatenate([np.eye(int(n), dtype=np.float32)[values[..., d]]
                                for d, n in enumerate(nvec)], axis=-1)
     if isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):
-        values = np.asarray(values, np.float32)
+        values = np.asarray(values, dtype)
         lead = values.shape[: values.ndim - len(space.shape)]
         return values.reshape(lead + (-1,))
     raise TypeError(f"cannot flatten {space}")
 
 
 def _padded_observation_space(name: str, spaces: Mapping[str, gym.Space]) -> gym.spaces.Box:
-    """One Box that holds every group's flattened observation, and its kind when several."""
+    """One Box that holds every group's flattened observation, and its kind when several:
+    of the groups' dtype where all observe one kind of Box (images stay uint8), else
+    float32."""
     lows, highs = [], []
     for g, space in spaces.items():
         if not _flattens(space):
@@ -349,7 +353,19 @@ def _padded_observation_space(name: str, spaces: Mapping[str, gym.Space]) -> gym
         low[:len(lo)] = np.minimum(low[:len(lo)], lo)
         high[:len(hi)] = np.maximum(high[:len(hi)], hi)
     high[size:] = 1.0
-    return gym.spaces.Box(low, high, dtype=np.float32)
+    dtype = _box_dtype(spaces)
+    if dtype != np.float32:
+        info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else np.finfo(dtype)
+        low, high = np.maximum(low, info.min).astype(dtype), np.minimum(high, info.max).astype(dtype)
+    return gym.spaces.Box(low, high, dtype=dtype)
+
+
+def _box_dtype(spaces: Mapping[str, gym.Space]) -> Any:
+    """The one dtype of every group's Box observations, else float32."""
+    dtypes = {np.dtype(s.dtype) for s in spaces.values() if isinstance(s, gym.spaces.Box)}
+    if len(dtypes) == 1 and all(isinstance(s, gym.spaces.Box) for s in spaces.values()):
+        return dtypes.pop()
+    return np.dtype(np.float32)
 
 
 def _padded_action_space(name: str, spaces: Mapping[str, gym.Space]) -> gym.Space:
