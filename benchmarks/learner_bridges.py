@@ -145,13 +145,15 @@ def timed(step: Callable[[np.ndarray], Any], actions: list[np.ndarray], seconds:
             return count / elapsed
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--max-cycles", type=int, default=125)
+    parser.add_argument("--pause", type=float, default=0.6,
+                        help="seconds between contestants (PufferLib's idle workers spin 0.5 s)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     n = args.copies
@@ -185,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
                 env = envs[name]
                 step = env if callable(env) and not hasattr(env, "step_wait") else env.step
                 rates[name].append(timed(step, actions, args.seconds) * slots)
-                time.sleep(0.6)  # PufferLib's idle workers poll without sleeping for 0.5 s
+                time.sleep(args.pause)  # PufferLib's idle workers poll without sleeping for 0.5 s
     finally:
         for env in envs.values():
             if hasattr(env, "close"):
@@ -202,7 +204,8 @@ def main(argv: list[str] | None = None) -> None:
             ratio = statistics.median(a / b for a, b in zip(rates[name], rates[ref]))
             line += f" {ratio:8.2f} (to {ref})"
         print(line)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
