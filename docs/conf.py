@@ -38,6 +38,7 @@ extensions = [
     "sphinx.ext.viewcode",
     "marlhub_api",
     "marlhub_pages",
+    "marlhub_notebook",
 ]
 
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]

@@ -242,6 +242,12 @@ class MultiAgentEnv(gym.Env):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} agents={self.possible_agents!r}>"
 
+    def _repr_html_(self) -> str:
+        """In a notebook: the agents and their spaces, as a table."""
+        from marlhub.display import env_html
+
+        return env_html(self)
+
 
 #: Builds the env that ``with_agent_groups`` returns. The wrapper lives a layer
 #: above the protocol (marlhub.wrappers.groups) and registers itself here when

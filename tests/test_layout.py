@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "marlhub.errors": 1,
     "marlhub.spaces": 1,
     "marlhub.context": 1,
+    "marlhub.display": 1,
     "marlhub.backends": 1,
     "marlhub.version": 1,
     "marlhub._renamed": 1,

@@ -22,6 +22,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
 
+from marlhub.display import html_table
 from marlhub.errors import VectorEnvError
 from marlhub.learners.slots import AgentSlots, SlotStep
 
@@ -180,6 +181,16 @@ class Sb3VecEnv(VecEnv):
 
     def __repr__(self) -> str:
         return f"Sb3VecEnv({self.vector_env.name()}, slots={self.num_envs})"
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the slots of one copy (its agents) and the spaces SB3 sees."""
+        caption = (f"SB3 VecEnv of {self.num_envs} slots: {self.vector_env.name()} x "
+                   f"{len(self.agents)} agents; observation {self.observation_space}, "
+                   f"action {self.action_space}")
+        rows = [[k, agent, self.vector_env.get_observation_space(agent),
+                 self.vector_env.get_action_space(agent)] for k, agent in enumerate(self.agents)]
+        return html_table(caption, ["slot of a copy", "agent", "its observation space",
+                                    "its action space"], rows)
 
 
 def _maskable(space: Any) -> bool:

@@ -368,6 +368,20 @@ class VectorMultiAgentEnv(_WithoutRay):
     def __repr__(self) -> str:
         return self.name()
 
+    def _repr_html_(self) -> str:
+        """In a notebook: its copies, how they run, and the array face's groups."""
+        from marlhub.display import html_table
+
+        observation, action = self.single_observation_spaces, self.single_action_spaces
+        rows = [[name, ", ".join(map(str, agents)),
+                 observation[agents[0]] if observation else "",
+                 action[agents[0]] if action else ""]
+                for name, agents in self.groups.items()] if observation else []
+        caption = (f"{self.name()}: autoreset_mode={self.autoreset_mode!r}, "
+                   f"batch_size={self.batch_size}")
+        return html_table(caption, ["group", "agents", "observation space", "action space"],
+                          rows)
+
 
 def _masked(options: Optional[Mapping[str, Any]]) -> bool:
     return options is not None and "reset_mask" in options

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from marlhub.core import ALL, AgentID, MultiAgentDict
+from marlhub.display import view_html
 from marlhub.episode.status import flag
 from marlhub.spaces import find_action_mask
 from marlhub.wrappers.illegal import IllegalActionWrapper
@@ -69,6 +70,12 @@ class DrivenView:
     def render(self) -> Any:
         """Render the hub env."""
         return self.hub_env.render()
+
+    def _repr_html_(self) -> str:
+        """In a notebook: what the view converts, and the hub env's agents."""
+        agent = getattr(self, "agent_id", None)
+        speaks = "Gymnasium Env" + (f" of {agent!r}" if agent is not None else " (joint)")
+        return view_html(speaks, self.hub_env)
 
     def close(self) -> None:
         """Close the hub env."""

@@ -37,6 +37,7 @@ import gymnasium as gym
 from pettingzoo import AECEnv, ParallelEnv
 
 from marlhub.core import ALL, COMMON, AgentID
+from marlhub.display import view_html
 from marlhub.episode.actions import check_action, check_keys
 from marlhub.episode.status import NOT_RESET, require_running
 from marlhub.errors import ActionError, EnvContractError, NotParallelizableError
@@ -114,6 +115,13 @@ def numpy_obs(space: gym.Space, obs: Any) -> Any:
 class _HubFacade:
     """What both PettingZoo views pass straight to the hub env they wrap."""
 
+    #: The API the view speaks, for notebooks.
+    speaks = "PettingZoo"
+
+    def _repr_html_(self) -> str:
+        """In a notebook: what the view converts, and the hub env's agents."""
+        return view_html(self.speaks, self.hub_env)
+
     hub_env: Any
     metadata: dict[str, Any]
     possible_agents: list[AgentID]
@@ -187,6 +195,7 @@ class HubAECEnv(_HubFacade, AECEnv):
 
     # from_pettingzoo() hands back ``hub_env`` instead of wrapping this view again.
     _marlhub_view_of_hub = True
+    speaks = "PettingZoo AECEnv"
 
     def __init__(self, hub_env: Any) -> None:
         super().__init__()
@@ -356,6 +365,7 @@ class HubParallelEnv(_HubFacade, ParallelEnv):
     """
 
     _marlhub_view_of_hub = True
+    speaks = "PettingZoo ParallelEnv"
 
     def __init__(self, hub_env: Any, turn_based: TurnBased = "raise") -> None:
         if turn_based not in ("raise", "pad"):

@@ -33,6 +33,7 @@ from marlhub.adapters.torchrl.layout import (
 )
 from marlhub.adapters.torchrl.specs import Codec, codec_for
 from marlhub.core import ALL, ENV_STATE, AgentID, MultiAgentDict
+from marlhub.display import view_html
 from marlhub.episode.status import actors_of, done_agents, episode_over, flag
 from marlhub.errors import ActionError
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, masks_are_binding
@@ -112,6 +113,12 @@ class HubTorchRLEnvMixin:
     full_action_spec: Any
     full_reward_spec: Any
     full_done_spec: Any
+
+    def _repr_html_(self) -> str:
+        """In a notebook: what the view converts (its groups), and the hub env's agents."""
+        groups = "; ".join(f"{name}: {', '.join(map(str, agents))}"
+                           for name, agents in self.group_map.items())
+        return view_html(f"TorchRL EnvBase (groups {groups})", self.env)
 
     def __init__(self, env: Any, *, group_map: Any = None, categorical_actions: bool = True,
                  device: Any = "cpu", illegal_action: str = DEFAULT_ILLEGAL_ACTION) -> None:
