@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 from marlhub.backends import import_backend
 from marlhub.errors import VectorEnvError
-from marlhub.learners.slots import AgentSlots, SlotStep
+from marlhub.learners.slots import AgentSlots, Policy, SlotStep
 from marlhub.registry.vector import make_vec
 from marlhub.vector import SyncVectorMultiAgentEnv, VectorMultiAgentEnv
 from marlhub.vector.base import SAME_STEP
@@ -77,7 +77,8 @@ def vector_env_for(env: Any, num_envs: Optional[int] = None,
 
 
 def to_sb3(env: Any, num_envs: Optional[int] = None, config: Optional[Mapping[str, Any]] = None,
-           *, one_space: bool = False, **vector_kwargs: Any) -> Any:
+           *, one_space: bool = False, group: Optional[str] = None,
+           others: Optional[Mapping[str, Policy]] = None, **vector_kwargs: Any) -> Any:
     """Return an SB3 ``VecEnv`` with one env per (copy, agent), for any hub env.
 
     Args:
@@ -88,6 +89,11 @@ def to_sb3(env: Any, num_envs: Optional[int] = None, config: Optional[Mapping[st
         one_space: agents of different spaces (a mixed team) share one padded observation
             ``Box`` with their kind beside it, and one action space with masks for what a
             kind cannot do (see :mod:`marlhub.learners.slots`).
+        group: give slots to one group of the array face only (as TorchRL's ``group_map``
+            by kind: its agents share their spaces), for a learner of that group; the
+            other groups act by ``others``.
+        others: group -> policy of a group without slots (``policy(obs, masks,
+            action_space) -> actions``; a random legal action by default), for ``group``.
         vector_kwargs: the vector env's options (``vectorization_mode="async"``,
             ``num_workers``, ``array_face`` ...).
 
@@ -103,7 +109,8 @@ def to_sb3(env: Any, num_envs: Optional[int] = None, config: Optional[Mapping[st
                             extra="learners", feature="to_sb3()")
     vector_env = vector_env_for(env, num_envs, config, caller="to_sb3()", **vector_kwargs)
     try:
-        return module.Sb3VecEnv(AgentSlots(vector_env, one_space=one_space))
+        return module.Sb3VecEnv(AgentSlots(vector_env, one_space=one_space, group=group,
+                                           others=others))
     except BaseException:
         if not isinstance(env, VectorMultiAgentEnv):
             vector_env.close()

@@ -51,7 +51,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, cast
 
@@ -60,14 +60,22 @@ import numpy as np
 
 from marlhub.core import AgentID
 from marlhub.errors import VectorEnvError
-from marlhub.spaces import ACTION_MASK_KEY
+from marlhub.learners.padding import (
+    first_actions,
+    flat_rows,
+    mask_size,
+    padded_action_space,
+    padded_observation_space,
+    without_mask,
+)
 from marlhub.vector.base import SAME_STEP, VectorMultiAgentEnv
 from marlhub.vector.faces.arrays import ArrayBatch
 
-__all__ = ["AgentSlots", "SlotStep", "flat_rows"]
+__all__ = ["AgentSlots", "Policy", "RandomLegal", "SlotStep"]
 
-_FLAT_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete,
-                gym.spaces.MultiBinary, gym.spaces.Dict)
+#: ``policy(obs, masks, action_space) -> actions`` of a group without slots (see AgentSlots).
+Policy = Callable[[Any, Optional[np.ndarray], gym.Space], Any]
+
 
 
 @dataclass
@@ -100,6 +108,15 @@ class AgentSlots:
     Args:
         vector_env: a vector env (any source) made with ``autoreset_mode="same_step"``.
         one_space: put agents of different spaces into one padded space (see the module).
+        group: give slots to this group of the vector env's array face only (its agents
+            share their spaces); the other groups act by ``others``.
+        others: group -> ``policy(obs, masks, action_space) -> actions`` for the groups
+            without slots: ``obs`` the group's observations ``(num_envs, n, ...)`` (zeros
+            where an agent does not act), ``masks`` its legal actions ``(num_envs, n,
+            size)`` (bools, none for an agent that does not act; None for Box actions), the
+            actions ``(num_envs, n, ...)``, ignored where an agent does not act; a
+            uniformly random legal action by default (:class:`RandomLegal`).
+        seed: the seed of the default random policy of the others.
 
     Attributes:
         agents: each copy's agents, in slot order.
@@ -111,7 +128,9 @@ class AgentSlots:
             several spaces and ``one_space`` is False; a space the layout cannot take.
     """
 
-    def __init__(self, vector_env: VectorMultiAgentEnv, *, one_space: bool = False) -> None:
+    def __init__(self, vector_env: VectorMultiAgentEnv, *, one_space: bool = False,
+                 group: Optional[str] = None, others: Optional[Mapping[str, Policy]] = None,
+                 seed: Optional[int] = None) -> None:
         name = vector_env.name()
         if vector_env.autoreset_mode != SAME_STEP:
             raise VectorEnvError(name, f"agent slots need autoreset_mode='same_step', got "
@@ -120,32 +139,27 @@ class AgentSlots:
                                  "episode's observation, its final one beside it).")
         self.vector_env = vector_env
         self.groups = {g: list(members) for g, members in vector_env.groups.items()}
-        if len(self.groups) > 1 and not one_space:
-            raise VectorEnvError(
-                name, "the agents have different spaces (groups: " + ", ".join(
-                    f"{g}: {members}" for g, members in self.groups.items()) + ")",
-                "Pass one_space=True to pad every agent's observation into one Box with its "
-                "kind beside it, or train each group through the vector env's array face "
-                "(step_arrays) or to_torchrl.")
+        trained = _trained_groups(name, self.groups, one_space, group, others)
         self.one_space = one_space
+        self.others = {g: (others or {}).get(g) or RandomLegal(seed) for g in self.groups
+                       if g not in trained}
         self.agents: list[AgentID] = [a for a in vector_env.possible_agents
-                                      if any(a in m for m in self.groups.values())]
+                                      if any(a in self.groups[g] for g in trained)]
         self.num_envs = vector_env.num_envs
         self.num_slots = self.num_envs * len(self.agents)
         # the slots' columns of each group: slot column k holds group column j
-        self._columns = {g: [self.agents.index(a) for a in members]
-                         for g, members in self.groups.items()}
-        obs_spaces = {g: _without_mask(vector_env.get_observation_space(m[0]))
-                      for g, m in self.groups.items()}
+        self._columns = {g: [self.agents.index(a) for a in self.groups[g]] for g in trained}
+        obs_spaces = {g: without_mask(vector_env.get_observation_space(self.groups[g][0]))
+                      for g in trained}
         act_spaces = {g: vector_env.get_action_space(m[0]) for g, m in self.groups.items()}
         self._obs_spaces, self._act_spaces = obs_spaces, act_spaces
         if one_space:
-            self.observation_space = _padded_observation_space(name, obs_spaces)
-            self.action_space = _padded_action_space(name, act_spaces)
+            self.observation_space = padded_observation_space(name, obs_spaces)
+            self.action_space = padded_action_space(name, {g: act_spaces[g] for g in trained})
         else:
             (self.observation_space,), (self.action_space,) = obs_spaces.values(), \
-                act_spaces.values()
-        self._mask_size = _mask_size(self.action_space)
+                [act_spaces[g] for g in trained]
+        self.mask_size = mask_size(self.action_space)
         self._shown: Any = None  # what the slots showed last (a waiting slot shows it again)
         self._batch: Optional[ArrayBatch] = None
 
@@ -177,7 +191,7 @@ class AgentSlots:
         Raises:
             VectorEnvError: the slots' action space has no masks (a ``Box``), or no reset yet.
         """
-        if self._mask_size is None:
+        if self.mask_size is None:
             raise VectorEnvError(self.vector_env.name(), f"action masks of {self.action_space} "
                                  "were asked for", "Masks exist for Discrete and MultiDiscrete "
                                  "actions only.")
@@ -185,17 +199,17 @@ class AgentSlots:
             raise VectorEnvError(self.vector_env.name(), "action_masks() was called before "
                                  "reset()", "Call reset() first.")
         batch = self._batch
-        masks = np.zeros((self.num_envs, len(self.agents), self._mask_size), bool)
-        first = _first_actions(self.action_space)
+        masks = np.zeros((self.num_envs, len(self.agents), self.mask_size), bool)
+        first = first_actions(self.action_space)
         for g, columns in self._columns.items():
             acting = batch.acting[g]
             own = batch.action_mask.get(g)
-            size = _mask_size(self._act_spaces[g]) or 0
+            size = mask_size(self._act_spaces[g]) or 0
             kind = np.ones((self.num_envs, len(columns), size), bool) if own is None \
                 else np.asarray(own, bool)
             masks[:, columns, :size] = kind
             masks[:, columns] = np.where(acting[..., None], masks[:, columns], first)
-        return masks.reshape(self.num_slots, self._mask_size)
+        return masks.reshape(self.num_slots, self.mask_size)
 
     # -- conversion ---------------------------------------------------------------------
 
@@ -241,9 +255,9 @@ class AgentSlots:
     def _slot_obs(self, group_obs: Mapping[str, Any]) -> Any:
         """The groups' observations as ``(num_envs, A, ...)`` in slot order (padded), the
         action masks left out (:meth:`action_masks` has them)."""
-        group_obs = {g: _without_mask(obs) for g, obs in group_obs.items()}
+        group_obs = {g: without_mask(obs) for g, obs in group_obs.items()}
         if not self.one_space:
-            (g,) = self.groups
+            (g,) = self._columns
             if g not in group_obs:
                 raise VectorEnvError(self.vector_env.name(), f"the observations of {g!r} have "
                                      "no fixed size", "Agent slots need fixed-size "
@@ -296,6 +310,19 @@ class AgentSlots:
                 value = value.astype(np.int64)
                 value = np.where(acting | (value < own.n), value, 0) + int(own.start)
             out[g] = value
+        batch = cast(ArrayBatch, self._batch)  # step() checked that there is one
+        for g, policy in self.others.items():  # the groups without slots
+            space = self._act_spaces[g]
+            acting = np.asarray(_numpy(batch.acting[g]), bool)[..., None]
+            mask = batch.action_mask.get(g)
+            legal = mask_size(space)
+            if legal is None:
+                mask = None
+            elif mask is None:
+                mask = np.repeat(acting, legal, axis=-1)
+            else:
+                mask = np.asarray(_numpy(mask), bool) & acting
+            out[g] = np.asarray(policy(_numpy(batch.obs.get(g)), mask, space))
         return out
 
     def close(self) -> None:
@@ -303,131 +330,57 @@ class AgentSlots:
         self.vector_env.close()
 
 
-def flat_rows(space: gym.Space, values: Any, dtype: Any = np.float32) -> np.ndarray:
-    """Flatten every observation of ``values`` (leading dims, then one observation of ``space``)
-    as ``gymnasium.spaces.flatten`` flattens one: of ``dtype`` (float32), one-hot for
-    discrete values.
+def _trained_groups(name: str, groups: Mapping[str, list[AgentID]], one_space: bool,
+                    group: Optional[str], others: Optional[Mapping[str, Any]]) -> list[str]:
+    """The groups that get slots; raise for a choice the slots cannot take."""
+    if group is not None:
+        if group not in groups or one_space:
+            raise VectorEnvError(name, f"group={group!r} " + (
+                "with one_space=True" if group in groups else
+                f"is no group of the array face (its groups: {list(groups)})"),
+                "Name one group (its agents share their spaces), or pass one_space=True "
+                "alone to give every agent a slot.")
+        trained = [group]
+    else:
+        trained = list(groups)
+    unknown = [g for g in (others or {}) if g not in groups or g in trained]
+    if unknown:
+        raise VectorEnvError(name, f"others= names {unknown}, which are not groups without "
+                             "slots", f"Give policies only to groups other than {trained}.")
+    if len(trained) > 1 and not one_space:
+        raise VectorEnvError(
+            name, "the agents have different spaces (groups: " + ", ".join(
+                f"{g}: {members}" for g, members in groups.items()) + ")",
+            "Pass one_space=True to pad every agent's observation into one Box with its kind "
+            "beside it, or group=NAME to give slots to one group (the others act by others=), "
+            "or train each group through the vector env's array face (step_arrays) or "
+            "to_torchrl.")
+    return trained
+
+
+class RandomLegal:
+    """The default policy of a group without slots: a uniformly random legal action.
 
     Example:
-        >>> flat_rows(gym.spaces.MultiDiscrete([3, 2]), np.array([[2, 0], [0, 1]])).tolist()
-        [[0.0, 0.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0, 1.0]]
+        >>> policy = RandomLegal(0)
+        >>> policy(None, np.array([[[False, True, False]]]), gym.spaces.Discrete(3)).tolist()
+        [[1]]
     """
-    if isinstance(space, gym.spaces.Dict):
-        return np.concatenate([flat_rows(sub, values[key]) for key, sub in space.items()],
-                              axis=-1)
-    if isinstance(space, gym.spaces.Discrete):
-        values = np.asarray(values, np.int64) - int(space.start)
-        return np.eye(int(space.n), dtype=np.float32)[values]
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        nvec = np.asarray(space.nvec).reshape(-1)
-        values = np.asarray(values, np.int64) - np.asarray(space.start).reshape(-1)
-        lead = values.shape[: values.ndim - len(space.shape)]
-        values = values.reshape(lead + (len(nvec),))
-        return np.concatenate([np.eye(int(n), dtype=np.float32)[values[..., d]]
-                               for d, n in enumerate(nvec)], axis=-1)
-    if isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):
-        values = np.asarray(values, dtype)
-        lead = values.shape[: values.ndim - len(space.shape)]
-        return values.reshape(lead + (-1,))
-    raise TypeError(f"cannot flatten {space}")
 
+    def __init__(self, seed: Optional[int] = None) -> None:
+        self.rng = np.random.default_rng(seed)
 
-def _padded_observation_space(name: str, spaces: Mapping[str, gym.Space]) -> gym.spaces.Box:
-    """One Box that holds every group's flattened observation, and its kind when several:
-    of the groups' dtype where all observe one kind of Box (images stay uint8), else
-    float32."""
-    lows, highs = [], []
-    for g, space in spaces.items():
-        if not _flattens(space):
-            raise VectorEnvError(name, f"one_space=True cannot flatten the observations of "
-                                 f"{g!r} ({space})", "Give the agents Box, Discrete, "
-                                 "MultiDiscrete, MultiBinary or Dict observations.")
-        flat = cast(gym.spaces.Box, gym.spaces.flatten_space(space))
-        lows.append(np.asarray(flat.low, np.float32))
-        highs.append(np.asarray(flat.high, np.float32))
-    size = max(len(low) for low in lows)
-    kinds = len(spaces) if len(spaces) > 1 else 0
-    low = np.zeros(size + kinds, np.float32)
-    high = np.zeros(size + kinds, np.float32)
-    for lo, hi in zip(lows, highs):
-        low[:len(lo)] = np.minimum(low[:len(lo)], lo)
-        high[:len(hi)] = np.maximum(high[:len(hi)], hi)
-    high[size:] = 1.0
-    dtype = _box_dtype(spaces)
-    if dtype != np.float32:
-        info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else np.finfo(dtype)
-        low, high = np.maximum(low, info.min).astype(dtype), np.minimum(high, info.max).astype(dtype)
-    return gym.spaces.Box(low, high, dtype=dtype)
-
-
-def _box_dtype(spaces: Mapping[str, gym.Space]) -> Any:
-    """The one dtype of every group's Box observations, else float32."""
-    dtypes = {np.dtype(s.dtype) for s in spaces.values() if isinstance(s, gym.spaces.Box)}
-    if len(dtypes) == 1 and all(isinstance(s, gym.spaces.Box) for s in spaces.values()):
-        return dtypes.pop()
-    return np.dtype(np.float32)
-
-
-def _padded_action_space(name: str, spaces: Mapping[str, gym.Space]) -> gym.Space:
-    """One Discrete of the most actions, or one Box of the longest action."""
-    values = list(spaces.values())
-    if all(isinstance(s, gym.spaces.Discrete) for s in values):
-        return gym.spaces.Discrete(max(int(s.n) for s in values))  # type: ignore[attr-defined]
-    boxes = [s for s in values if isinstance(s, gym.spaces.Box)]
-    if len(boxes) == len(values):
-        size = max(int(np.prod(s.shape)) for s in boxes)
-        low = np.full(size, np.inf, np.float32)
-        high = np.full(size, -np.inf, np.float32)
-        for box in boxes:
-            n = int(np.prod(box.shape))
-            low[:n] = np.minimum(low[:n], np.asarray(box.low, np.float32).reshape(-1))
-            high[:n] = np.maximum(high[:n], np.asarray(box.high, np.float32).reshape(-1))
-        low[np.isinf(low)], high[np.isinf(high)] = 0.0, 0.0
-        return gym.spaces.Box(low, high, dtype=np.float32)
-    raise VectorEnvError(name, "one_space=True needs every kind of agent to act in Discrete "
-                         "spaces, or every kind in Box spaces; got " + ", ".join(
-                             f"{g}: {s}" for g, s in spaces.items()),
-                         "Train the kinds separately through the vector env's array face "
-                         "(step_arrays, one array per group) or to_torchrl.")
-
-
-def _without_mask(value: Any) -> Any:
-    """A Dict space (or a dict of observations) without its action mask; its one other
-    entry alone where one is left (OpenSpiel's and PettingZoo's ``"observation"``)."""
-    if isinstance(value, gym.spaces.Dict):
-        if ACTION_MASK_KEY not in value.spaces:
-            return value
-        rest = {k: sub for k, sub in value.spaces.items() if k != ACTION_MASK_KEY}
-        return next(iter(rest.values())) if len(rest) == 1 else gym.spaces.Dict(rest)
-    if isinstance(value, dict) and ACTION_MASK_KEY in value:
-        rest = {k: sub for k, sub in value.items() if k != ACTION_MASK_KEY}
-        return next(iter(rest.values())) if len(rest) == 1 else rest
-    return value
-
-
-def _flattens(space: gym.Space) -> bool:
-    if isinstance(space, gym.spaces.Dict):
-        return all(_flattens(sub) for sub in space.values())
-    return type(space) in _FLAT_SPACES
-
-
-def _mask_size(space: gym.Space) -> Optional[int]:
-    if isinstance(space, gym.spaces.Discrete):
-        return int(space.n)
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        return int(np.sum(space.nvec))
-    return None
-
-
-def _first_actions(space: gym.Space) -> np.ndarray:
-    """The mask that allows only the first action (of each dimension)."""
-    size = _mask_size(space) or 0
-    mask = np.zeros(size, bool)
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        mask[np.concatenate([[0], np.cumsum(np.asarray(space.nvec).reshape(-1))[:-1]])] = True
-    else:
-        mask[0] = True
-    return mask
+    def __call__(self, obs: Any, masks: Optional[np.ndarray], space: gym.Space) -> np.ndarray:
+        if masks is None or not isinstance(space, gym.spaces.Discrete):
+            first = next(iter(obs.values())) if isinstance(obs, dict) else obs
+            lead = masks.shape[:2] if masks is not None else np.shape(first)[:2]
+            space.seed(int(self.rng.integers(2**31)))
+            return np.stack([space.sample() for _ in range(int(np.prod(lead)))]).reshape(
+                tuple(lead) + tuple(space.shape or ()))
+        weights = masks.astype(float) + (~masks.any(-1, keepdims=True))  # none legal: any
+        picks = (weights.cumsum(-1) > self.rng.random(masks.shape[:-1] + (1,))
+                 * weights.sum(-1, keepdims=True)).argmax(-1)
+        return picks + int(space.start)
 
 
 def _numpy(value: Any) -> Any:

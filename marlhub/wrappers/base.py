@@ -25,7 +25,7 @@ import gymnasium as gym
 from marlhub.adapters.apis import to_hub
 from marlhub.core import AgentID, MultiAgentEnv
 
-__all__ = ["HubWrapper", "global_state", "global_state_space"]
+__all__ = ["ForwardsGlobalState", "HubWrapper", "global_state", "global_state_space"]
 
 
 def global_state(env: Any) -> Any:
@@ -75,7 +75,31 @@ def global_state_space(env: Any) -> gym.Space:
     return space
 
 
-class HubWrapper(MultiAgentEnv):
+class ForwardsGlobalState:
+    """``state()`` and ``state_space`` of the wrapped env ``self.env`` (a wrapper leaves the
+    world as it is), for every hub -> hub wrapper."""
+
+    env: Any
+
+    def state(self) -> Any:
+        """Return the wrapped env's global ``state()``.
+
+        Raises:
+            NotImplementedError: the wrapped env has none.
+        """
+        return global_state(self.env)
+
+    @property
+    def state_space(self) -> gym.Space:
+        """The wrapped env's ``state_space``, the space of :meth:`state`.
+
+        Raises:
+            AttributeError: the wrapped env has none.
+        """
+        return global_state_space(self.env)
+
+
+class HubWrapper(ForwardsGlobalState, MultiAgentEnv):
     """A hub env around another; forwards everything it does not change.
 
     Args:
@@ -110,23 +134,6 @@ class HubWrapper(MultiAgentEnv):
     def get_action_space(self, agent_id: AgentID) -> gym.Space:
         """The wrapped env's action space of ``agent_id``."""
         return self.env.get_action_space(agent_id)
-
-    def state(self) -> Any:
-        """Return the wrapped env's global ``state()``.
-
-        Raises:
-            NotImplementedError: the wrapped env has none.
-        """
-        return global_state(self.env)
-
-    @property
-    def state_space(self) -> gym.Space:
-        """The wrapped env's ``state_space``, the space of :meth:`state`.
-
-        Raises:
-            AttributeError: the wrapped env has none.
-        """
-        return global_state_space(self.env)
 
     def render(self) -> Any:
         """Render the wrapped env."""

@@ -61,7 +61,7 @@ from marlhub.errors import (
     MarlhubWarning,
     NotParallelizableError,
 )
-from marlhub.wrappers.base import global_state, global_state_space
+from marlhub.wrappers.base import ForwardsGlobalState
 
 __all__ = ["GROUP_INFO", "GROUP_REWARDS", "INDIVIDUAL_REWARDS", "GroupAgentsWrapper"]
 
@@ -79,7 +79,7 @@ _BROKEN = "group members stopped acting together (see the error raised then)"
 SpaceSpec = Union[None, gym.spaces.Tuple, Mapping[Any, gym.spaces.Tuple]]
 
 
-class GroupAgentsWrapper(MultiAgentEnv):
+class GroupAgentsWrapper(ForwardsGlobalState, MultiAgentEnv):
     """A hub env whose grouped agents act as one agent each.
 
     Args:
@@ -338,23 +338,6 @@ class GroupAgentsWrapper(MultiAgentEnv):
         agents = [a for a in live if a not in self._done]
         agents += [a for a in self._actors if a not in agents]
         self.agents = agents
-
-    def state(self) -> Any:
-        """Return the wrapped env's global ``state()`` (grouping leaves the world as it is).
-
-        Raises:
-            NotImplementedError: the wrapped env has none.
-        """
-        return global_state(self.env)
-
-    @property
-    def state_space(self) -> gym.Space:
-        """The wrapped env's ``state_space``, the space of :meth:`state`.
-
-        Raises:
-            AttributeError: the wrapped env has none.
-        """
-        return global_state_space(self.env)
 
     def render(self) -> Any:
         """Render the wrapped env."""

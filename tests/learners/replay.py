@@ -25,7 +25,8 @@ class SlotReplay:
 
     def __init__(self, env_id: str, num_envs: int, agents: Sequence[Any], one_space: bool,
                  seed: int, config: Optional[dict[str, Any]] = None,
-                 seeds: Optional[Sequence[int]] = None) -> None:
+                 seeds: Optional[Sequence[int]] = None,
+                 others: Optional[dict[Any, Any]] = None) -> None:
         self.envs = [marlhub.make(env_id, config) for _ in range(num_envs)]
         self.agents = list(agents)
         first = self.envs[0]
@@ -42,6 +43,8 @@ class SlotReplay:
         self.size = max(gym.spaces.flatdim(without_mask(s, None)[0])
                         for s in self.obs_space.values())
         self.rng = np.random.default_rng(seed)
+        # agent -> its action, for the agents without a slot (a group's learner's others)
+        self.others = dict(others or {})
         # the first reset's seed of each copy (``seed + i`` unless given)
         self.seeds = list(seeds) if seeds is not None else [seed + i for i in range(num_envs)]
         n = num_envs
@@ -102,9 +105,12 @@ class SlotReplay:
         truncated_slots: set[int] = set()
         for i, env in enumerate(self.envs):
             actors = self.actors(i)
-            actions = {a: slot_actions[i * per_copy + self.agents.index(a)] for a in actors}
+            actions = {a: slot_actions[i * per_copy + self.agents.index(a)]
+                       if a in self.agents else self.others[a] for a in actors}
             obs, rewards, terms, truncs, infos = env.step(actions)
             for a, r in rewards.items():
+                if a not in self.agents:
+                    continue
                 self.returns[i][a] = self.returns[i].get(a, 0.0) + float(r)
                 self.expected_rewards[i * per_copy + self.agents.index(a)] = float(r)
             ended = bool(terms.get(ALL)) or bool(truncs.get(ALL))

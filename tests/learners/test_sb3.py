@@ -9,7 +9,7 @@ leave and join).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -26,8 +26,9 @@ from marlhub.learners import to_sb3  # noqa: E402
 
 
 def replay_against(venv: Any, env_id: str, num_envs: int, one_space: bool, steps: int,
-                   seed: int = 3) -> SlotReplay:
-    replay = SlotReplay(env_id, num_envs, venv.agents, one_space, seed)
+                   seed: int = 3, config: Optional[dict[str, Any]] = None,
+                   others: Optional[dict[Any, Any]] = None) -> SlotReplay:
+    replay = SlotReplay(env_id, num_envs, venv.agents, one_space, seed, config, others=others)
     venv.seed(seed)
     obs = venv.reset()
     replay.reset()
@@ -177,3 +178,57 @@ def test_supersuit_the_legacy_path_refuses_the_mixed_team_that_to_sb3_takes() ->
     with pytest.raises(AssertionError, match="observation spaces not consistent"):
         supersuit.pettingzoo_env_to_vec_env_v1(env)
     to_sb3("traffic", 1, one_space=True).close()  # the hub's bridge takes it
+
+
+def test_one_group_gets_the_slots_and_the_others_act_by_their_policy() -> None:
+    """As TorchRL's group_map by kind: the cars train, the light plays a policy of its own."""
+    always_one = lambda obs, masks, space: np.ones(masks.shape[:2], np.int64)  # noqa: E731
+    venv = to_sb3("traffic", 3, group="car", others={"light": always_one})
+    try:
+        assert venv.agents == ["car_0", "car_1", "car_2", "car_3"]
+        assert str(venv.observation_space) == "MultiDiscrete([7 6 2])"  # the cars' own
+        replay = replay_against(venv, "traffic", 3, False, steps=120,
+                                others={"light": 1})  # the plain envs' light plays 1 too
+        assert replay.episodes
+    finally:
+        venv.close()
+    contrib = pytest.importorskip("sb3_contrib")
+    pytest.importorskip("torch")
+    light = VecMonitor(to_sb3("traffic", 2, group="light"))  # the cars: random legal moves
+    model = contrib.MaskablePPO("MlpPolicy", light, n_steps=32, batch_size=64, n_epochs=1,
+                                seed=0, device="cpu", policy_kwargs={"net_arch": [16]})
+    model.learn(2 * 32 * light.num_envs)
+    assert len(model.ep_info_buffer) > 0
+    light.close()
+
+
+def test_magent2_tiger_deer_trains_as_one_space() -> None:
+    """Tigers and deer observe and act differently: one padded space, kinds masked."""
+    pytest.importorskip("magent2")
+    contrib = pytest.importorskip("sb3_contrib")
+    pytest.importorskip("torch")
+    config = {"max_cycles": 10}
+    venv = to_sb3("magent2/tiger_deer-v4", 1, config, one_space=True)
+    try:
+        kinds = venv.slots.groups
+        assert set(kinds) == {"deer", "tiger"}
+        from marlhub.registry import simultaneous_config
+
+        replay_against(venv, "magent2/tiger_deer-v4", 1, True, steps=12,
+                       config=dict(simultaneous_config("magent2/tiger_deer-v4", config)))
+        model = contrib.MaskablePPO("MlpPolicy", VecMonitor(venv), n_steps=16, batch_size=256,
+                                    n_epochs=1, seed=0, device="cpu",
+                                    policy_kwargs={"net_arch": [16]})
+        model.learn(16 * venv.num_envs)
+        assert len(model.ep_info_buffer) > 0
+    finally:
+        venv.close()
+
+
+def test_a_group_choice_the_slots_cannot_take_is_refused() -> None:
+    with pytest.raises(VectorEnvError, match=r"group='bus' is no group.*\['car', 'light'\]"):
+        to_sb3("traffic", 1, group="bus")
+    with pytest.raises(VectorEnvError, match="others= names \\['car'\\]"):
+        to_sb3("traffic", 1, group="car", others={"car": print})
+    with pytest.raises(VectorEnvError, match="group=NAME to give slots to one group"):
+        to_sb3("traffic", 1)
