@@ -21,14 +21,16 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 from marlhub.backends import import_backend
 from marlhub.errors import VectorEnvError
 from marlhub.learners.slots import AgentSlots, Policy, SlotStep
-from marlhub.registry.vector import make_vec
-from marlhub.vector import SyncVectorMultiAgentEnv, VectorMultiAgentEnv
+from marlhub.wrappers import IllegalActionWrapper
+from marlhub.registry.vector import env_fns_for, make_vec
+from marlhub.vector import AsyncVectorMultiAgentEnv, SyncVectorMultiAgentEnv, VectorMultiAgentEnv
 from marlhub.vector.base import SAME_STEP
 
 __all__ = ["AgentSlots", "SlotStep", "to_pufferlib", "to_sb3", "vector_env_for"]
@@ -36,7 +38,8 @@ __all__ = ["AgentSlots", "SlotStep", "to_pufferlib", "to_sb3", "vector_env_for"]
 
 def vector_env_for(env: Any, num_envs: Optional[int] = None,
                    config: Optional[Mapping[str, Any]] = None, *,
-                   caller: str = "a learner bridge", **vector_kwargs: Any) -> VectorMultiAgentEnv:
+                   caller: str = "a learner bridge", illegal_action: Optional[str] = None,
+                   **vector_kwargs: Any) -> VectorMultiAgentEnv:
     """The vector env a learner bridge drives, with ``autoreset_mode="same_step"``.
 
     Args:
@@ -47,6 +50,10 @@ def vector_env_for(env: Any, num_envs: Optional[int] = None,
         num_envs: how many copies (1 by default); not with a vector env.
         config: the env's config, for a registry id.
         caller: what asks, for messages.
+        illegal_action: what a copy does with a masked-out action
+            (:class:`~marlhub.wrappers.IllegalActionWrapper`'s ``"terminate"`` or
+            ``"substitute"``), for learners that ignore masks; None: it refuses it
+            (``ActionError``), as every hub env does.
         vector_kwargs: passed to :func:`marlhub.make_vec` (``vectorization_mode``,
             ``num_workers``, ...) or to the sync vector env.
 
@@ -54,6 +61,9 @@ def vector_env_for(env: Any, num_envs: Optional[int] = None,
         VectorEnvError: options that do not apply to ``env``, or a vector env with another
             autoreset mode.
     """
+    if illegal_action is not None:
+        return _copies_with_policy(env, num_envs, config, illegal_action, caller,
+                                   **vector_kwargs)
     if isinstance(env, VectorMultiAgentEnv):
         if num_envs is not None or config is not None or vector_kwargs:
             raise VectorEnvError(env.name(), f"{caller} got a vector env and options for "
@@ -76,6 +86,33 @@ def vector_env_for(env: Any, num_envs: Optional[int] = None,
                          "Pass a registry id, a function that makes one env, or a vector env.")
 
 
+def _copies_with_policy(env: Any, num_envs: Optional[int], config: Optional[Mapping[str, Any]],
+                        policy: str, caller: str, **vector_kwargs: Any) -> VectorMultiAgentEnv:
+    """Copies of ``env`` each behind ``IllegalActionWrapper(copy, policy)``, in this process
+    or (``vectorization_mode="async"``) in workers."""
+    mode = vector_kwargs.pop("vectorization_mode", None) or "sync"
+    if isinstance(env, VectorMultiAgentEnv) or mode not in ("sync", "async"):
+        raise VectorEnvError(caller, "illegal_action= needs copies made here (sync or async)",
+                             "Pass a registry id or an env function, or wrap the copies of "
+                             "your vector env in IllegalActionWrapper yourself.")
+    count = 1 if num_envs is None else num_envs
+    if isinstance(env, str):
+        from marlhub.registry import simultaneous_config
+
+        fns: list[Any] = env_fns_for(env, count, simultaneous_config(env, config))
+    else:
+        fns = [env] * count
+    wrapped = [functools.partial(_behind_policy, fn, policy) for fn in fns]
+    cls = SyncVectorMultiAgentEnv if mode == "sync" else AsyncVectorMultiAgentEnv
+    # the copies answer masked-out actions themselves: the vector env lets them through
+    return cls(wrapped, autoreset_mode=SAME_STEP, env_id=env if isinstance(env, str) else None,
+               check_masks=False, **vector_kwargs)
+
+
+def _behind_policy(make: Callable[[], Any], policy: str) -> Any:
+    return IllegalActionWrapper(make(), policy)
+
+
 def to_sb3(env: Any, num_envs: Optional[int] = None, config: Optional[Mapping[str, Any]] = None,
            *, one_space: bool = False, group: Optional[str] = None,
            others: Optional[Mapping[str, Policy]] = None, **vector_kwargs: Any) -> Any:
@@ -95,7 +132,8 @@ def to_sb3(env: Any, num_envs: Optional[int] = None, config: Optional[Mapping[st
         others: group -> policy of a group without slots (``policy(obs, masks,
             action_space) -> actions``; a random legal action by default), for ``group``.
         vector_kwargs: the vector env's options (``vectorization_mode="async"``,
-            ``num_workers``, ``array_face`` ...).
+            ``num_workers``, ``array_face`` ...), and ``illegal_action="terminate"`` or
+            ``"substitute"`` for learners that ignore masks (:func:`vector_env_for`).
 
     Returns:
         A :class:`~marlhub.learners.sb3_vec_env.Sb3VecEnv`, a subclass of SB3's ``VecEnv``.

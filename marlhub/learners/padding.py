@@ -5,7 +5,9 @@ agents of different kinds (``traffic``'s cars and light, MAgent2's tigers and de
 several. :func:`padded_observation_space` holds every kind's flattened observation (as
 ``gymnasium.spaces.flatten`` flattens it, :func:`flat_rows`) followed by a one-hot of the
 kind; :func:`padded_action_space` is one ``Discrete`` of the most actions (masks forbid
-what a kind cannot do) or one ``Box`` of the longest action. Used by
+what a kind cannot do; a learner without masks that sends one plays the kind's first
+action, as SuperSuit's ``pad_action_space_v0`` has it) or one ``Box`` of the longest
+action (a kind takes its first entries, clipped to its bounds). Used by
 :class:`~marlhub.learners.slots.AgentSlots` (``one_space=True``).
 
 Example:

@@ -304,11 +304,10 @@ class AgentSlots:
                 value = np.clip(value[..., :size].reshape(value.shape[:2] + own.shape),
                                 own.low, own.high).astype(own.dtype)
             elif isinstance(own, gym.spaces.Discrete) and self.one_space:
-                # the padded Discrete counts from 0; the ignored actions of slots that do not
-                # act may be any (an acting slot's action beyond its kind's is refused)
-                acting = _numpy(self._batch.acting[g]) if self._batch is not None else True
+                # the padded Discrete counts from 0; an action beyond the kind's plays its
+                # first action, as SuperSuit's pad_action_space has it (masks forbid them)
                 value = value.astype(np.int64)
-                value = np.where(acting | (value < own.n), value, 0) + int(own.start)
+                value = np.where(value < own.n, value, 0) + int(own.start)
             out[g] = value
         batch = cast(ArrayBatch, self._batch)  # step() checked that there is one
         for g, policy in self.others.items():  # the groups without slots
