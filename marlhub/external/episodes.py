@@ -82,6 +82,12 @@ def in_space(space: gym.Space, value: Any) -> bool:
     return (quick is not None and quick(value, None)) or bool(space.contains(value))
 
 
+def _key(owner: Any, episode_id: Any) -> tuple[Any, str]:
+    """Where the book keeps an episode: ids are the simulator's own, so another simulator's
+    episode of the same id is another episode (and no caller learns which ids others use)."""
+    return owner, str(episode_id)
+
+
 def _held_lock() -> Any:
     lock = threading.Lock()
     lock.acquire()
@@ -180,9 +186,9 @@ class EpisodeBook:
         self.max_episodes = max_episodes
         self.name = name
         self.changed = threading.Condition()
-        self.episodes: dict[str, Episode] = {}
+        self.episodes: dict[tuple[Any, str], Episode] = {}  # by (owner, the owner's id)
         self._waiting: deque[Episode] = deque()
-        self._dropped: dict[str, str] = {}  # recent episodes the learner let go of, and why
+        self._dropped: dict[tuple[Any, str], str] = {}  # recently let go of, and why
         self.closed = ""
 
     # -- the simulator's side -----------------------------------------------------
@@ -197,7 +203,7 @@ class EpisodeBook:
         episode_id = uuid.uuid4().hex if episode_id is None else str(episode_id)
         with self.changed:
             self._check_open(f"episode {episode_id!r}")
-            if episode_id in self.episodes:
+            if _key(owner, episode_id) in self.episodes:
                 raise ExternalEnvError(f"episode {episode_id!r}", "start_episode() got an id "
                                        "that is running already", "Pass a new id, or None for one.")
             if len(self.episodes) >= self.max_episodes:
@@ -206,39 +212,42 @@ class EpisodeBook:
                                        "once", "End episodes before starting more, or raise "
                                        "the learner's 'max_episodes'.")
             episode = Episode(episode_id, owner, bool(training_enabled))
-            self.episodes[episode_id] = episode
+            self.episodes[_key(owner, episode_id)] = episode
             self._waiting.append(episode)
         return episode_id
 
     def get_action(self, episode_id: str, observation_dict: Mapping[AgentID, Any], *,
-                   in_spaces: bool = False) -> dict:
+                   in_spaces: bool = False, owner: Any = None) -> dict:
         """Ask the learner for the actions of the agents in ``observation_dict``; wait for them.
 
         ``in_spaces``: the values were found in their spaces already (the server decoded them).
+        ``owner``: the simulator whose episode it is (as :meth:`start_episode` got it).
 
         Raises:
             ExternalEnvError: a bad observation dict, an unknown or ended episode, or an
                 episode the learner dropped or closed while this call waited.
         """
         event = self._append(episode_id, DECIDE, "get_action", observation_dict,
-                             in_spaces=in_spaces)
+                             in_spaces=in_spaces, owner=owner)
         answer = event.wait_for_answer()
         if isinstance(answer, ExternalEnvError):
             raise answer
         return answer
 
     def log_action(self, episode_id: str, observation_dict: Mapping[AgentID, Any],
-                   action_dict: Mapping[AgentID, Any]) -> None:
+                   action_dict: Mapping[AgentID, Any], *, owner: Any = None) -> None:
         """Record the actions the simulator took itself for these observations (off-policy).
 
         Raises:
             ExternalEnvError: a bad observation or action dict, or an unknown or ended episode.
         """
-        self._append(episode_id, LOGGED, "log_action", observation_dict, action_dict)
+        self._append(episode_id, LOGGED, "log_action", observation_dict, action_dict,
+                     owner=owner)
 
     def log_returns(self, episode_id: str, reward_dict: Mapping[AgentID, Any],
                     info_dict: Optional[Mapping[AgentID, Any]] = None,
-                    done_dict: Optional[Mapping[AgentID, Any]] = None) -> None:
+                    done_dict: Optional[Mapping[AgentID, Any]] = None, *,
+                    owner: Any = None) -> None:
         """Add rewards (and infos, and agents that are done) to the episode's next step.
 
         Raises:
@@ -246,7 +255,7 @@ class EpisodeBook:
                 infos that are no dicts, or an unknown or ended episode.
         """
         with self.changed:
-            episode = self._running(episode_id, "log_returns")
+            episode = self._running(episode_id, "log_returns", owner)
             source = f"episode {episode_id!r}"
             rewards = {a: self._reward(source, episode, a, r) for a, r in
                        _mapping(source, "reward_dict", reward_dict).items()}
@@ -273,13 +282,15 @@ class EpisodeBook:
                 episode.infos.setdefault(agent, {}).update(info)
             episode.done |= done
 
-    def end_episode(self, episode_id: str, observation_dict: Mapping[AgentID, Any]) -> None:
+    def end_episode(self, episode_id: str, observation_dict: Mapping[AgentID, Any], *,
+                    owner: Any = None) -> None:
         """End the episode (terminated), with the agents' final observations.
 
         Raises:
             ExternalEnvError: a bad observation dict, or an unknown or ended episode.
         """
-        self._append(episode_id, END, "end_episode", observation_dict, allow_empty=True)
+        self._append(episode_id, END, "end_episode", observation_dict, allow_empty=True,
+                     owner=owner)
 
     def disconnect(self, owner: Any, why: str) -> None:
         """End every running episode of ``owner`` as truncated (a simulator went away)."""
@@ -308,7 +319,7 @@ class EpisodeBook:
     def claimable(self) -> int:
         """How many started episodes have a request and wait for a copy (call holding
         ``changed``)."""
-        return sum(1 for e in self._waiting if e.events)
+        return sum(1 for e in self._waiting if e.events and e.events[0].kind != END)
 
     def _claimable(self) -> Optional[Episode]:
         for episode in list(self._waiting):
@@ -364,10 +375,10 @@ class EpisodeBook:
 
     def _append(self, episode_id: str, kind: str, call: str, observation_dict: Any,
                 action_dict: Any = None, allow_empty: bool = False,
-                in_spaces: bool = False) -> Event:
+                in_spaces: bool = False, owner: Any = None) -> Event:
         source = f"episode {episode_id!r}"
         with self.changed:
-            episode = self._running(episode_id, call)
+            episode = self._running(episode_id, call, owner)
             obs = self._observations(source, episode, call, observation_dict, allow_empty,
                                      in_spaces)
             actions = None if action_dict is None else self._actions(source, obs, action_dict)
@@ -380,6 +391,7 @@ class EpisodeBook:
             if kind == END:
                 episode.finished = ENDED
             episode.events.append(event)
+            self._unasked_end(episode)
             self.changed.notify_all()
         return event
 
@@ -392,6 +404,7 @@ class EpisodeBook:
         episode.finished = why
         self._release(episode, why)
         episode.events.append(event)
+        self._unasked_end(episode)
         self.changed.notify_all()
 
     def _release(self, episode: Episode, why: str) -> None:
@@ -401,23 +414,31 @@ class EpisodeBook:
                 self.answer(event, EpisodeDroppedError(f"episode {episode.id!r}", why,
                                                        "Start a new episode and go on."))
 
+    def _unasked_end(self, episode: Episode) -> None:
+        """An episode that ended before it asked anything, and no copy claimed, has nothing to
+        play: forget it now, so that no copy waits for it (call holding ``changed``)."""
+        if not episode.claimed and len(episode.events) == 1 and episode.events[0].kind == END:
+            self._forget(episode)
+
     def _forget(self, episode: Episode) -> None:
+        key = _key(episode.owner, episode.id)
         if episode.finished and episode.finished != ENDED:  # dropped or truncated
-            self._dropped[episode.id] = episode.finished
+            self._dropped[key] = episode.finished
             while len(self._dropped) > MAX_REMEMBERED_DROPS:
                 del self._dropped[next(iter(self._dropped))]
-        if self.episodes.get(episode.id) is episode:
-            del self.episodes[episode.id]
+        if self.episodes.get(key) is episode:
+            del self.episodes[key]
         if episode in self._waiting:
             self._waiting.remove(episode)
         self.changed.notify_all()
 
-    def _running(self, episode_id: str, call: str) -> Episode:
+    def _running(self, episode_id: str, call: str, owner: Any = None) -> Episode:
         self._check_open(f"episode {episode_id!r}")
-        episode = self.episodes.get(str(episode_id))
-        if episode is None and str(episode_id) in self._dropped:
+        key = _key(owner, episode_id)
+        episode = self.episodes.get(key)
+        if episode is None and key in self._dropped:
             raise EpisodeDroppedError(f"episode {episode_id!r}", f"{call}() on an episode the "
-                                      f"learner let go of: {self._dropped[str(episode_id)]}",
+                                      f"learner let go of: {self._dropped[key]}",
                                       "Start a new episode and go on.")
         if episode is None:
             raise ExternalEnvError(f"episode {episode_id!r}", f"{call}() names an episode that "

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import hmac
 import json
 import threading
 import time
@@ -41,10 +42,13 @@ from marlhub.external.codec import (
 from marlhub.external.episodes import DEFAULT_MAX_EPISODES, EpisodeBook
 from marlhub.external.proto import load_wire
 
-__all__ = ["DEFAULT_MAX_CLIENTS", "PolicyServer"]
+__all__ = ["DEFAULT_MAX_CLIENTS", "MAX_MESSAGE_BYTES", "PolicyServer"]
 
 #: How many simulators may be connected at once, unless told otherwise.
 DEFAULT_MAX_CLIENTS = 64
+#: The largest request the server reads (bytes): gRPC refuses a larger one with
+#: RESOURCE_EXHAUSTED before it is held whole. Observations of 1 MiB fit many times over.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 class _Refused(Exception):
@@ -84,6 +88,9 @@ class PolicyServer:
         self.max_episodes = max_episodes
         self.book: Optional[EpisodeBook] = None
         self.sessions: dict[str, str] = {}  # session -> the simulator's name
+        # session -> the peer of the Connect stream that made it: a session is good only on
+        # its own client's connection (another client that presents it is refused)
+        self._peers: dict[str, str] = {}
         self._lock = threading.Condition()
         self._stopping = threading.Event()
         self._wire = load_wire()
@@ -93,7 +100,8 @@ class PolicyServer:
         # streams (or GetAction calls waiting for an answer) another.
         self._server = grpc.server(futures.ThreadPoolExecutor(
             max_workers=2 * max_clients + 8, thread_name_prefix="marlhub-policy-server"),
-            options=[("grpc.so_reuseport", 0)])  # a second learner on a taken port: refused
+            options=[("grpc.so_reuseport", 0),  # a second learner on a taken port: refused
+                     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
         self._server.add_generic_rpc_handlers((self._handlers(grpc),))
         host = address.rsplit(":", 1)[0]
         try:
@@ -155,7 +163,7 @@ class PolicyServer:
 
     def _handlers(self, grpc: Any) -> Any:
         messages = self._wire.messages
-        calls: dict[str, Callable[[Any], Any]] = {
+        calls: dict[str, Callable[[Any, Any], Any]] = {
             "StartEpisode": self._start_episode, "GetAction": self._get_action,
             "Decide": self._get_action, "LogAction": self._log_action,
             "LogReturns": self._log_returns, "EndEpisode": self._end_episode,
@@ -187,6 +195,7 @@ class PolicyServer:
         session = uuid.uuid4().hex
         with self._lock:
             self.sessions[session] = name
+            self._peers[session] = context.peer()
         closed = threading.Event()
         context.add_callback(closed.set)
         try:
@@ -197,11 +206,12 @@ class PolicyServer:
         finally:
             with self._lock:
                 self.sessions.pop(session, None)
+                self._peers.pop(session, None)
             if self.book is not None:
                 self.book.disconnect(session, f"the simulator {name} disconnected")
 
     def _admit(self, request: Any) -> str:
-        if self.token and request.token != self.token:
+        if self.token and not hmac.compare_digest(request.token.encode(), self.token.encode()):
             raise _Refused("UNAUTHENTICATED", "a wrong or missing token: pass the learner's "
                            "token (config key 'token') as PolicyClient(..., token=...)")
         try:
@@ -227,21 +237,14 @@ class PolicyServer:
                                    f"differ from the learner's: {problem}")
         return request.name or f"client-{len(self.sessions)}"
 
-    def _session(self, request: Any) -> tuple[EpisodeBook, str]:
+    def _session(self, request: Any, context: Any) -> tuple[EpisodeBook, str]:
         session = request.session
         with self._lock:
-            known = session in self.sessions
+            known = session in self.sessions and self._peers.get(session) == context.peer()
         if not known or self.book is None:
             raise _Refused("UNAUTHENTICATED", "an unknown session: call Connect first, keep its "
                            "stream open, and send the session it returned")
         return self.book, session
-
-    def _episode_of(self, book: EpisodeBook, session: str, episode_id: str) -> str:
-        episode = book.episodes.get(episode_id)
-        if episode is not None and episode.owner != session:
-            raise _Refused("PERMISSION_DENIED", f"episode {episode_id!r} belongs to another "
-                           "simulator")
-        return episode_id
 
     def _values(self, book: EpisodeBook, items: Any, spaces: Mapping[AgentID, gym.Space],
                 what: str) -> dict[AgentID, Any]:
@@ -259,33 +262,30 @@ class PolicyServer:
                     from None
         return values
 
-    def _start_episode(self, request: Any) -> Any:
-        book, session = self._session(request)
+    def _start_episode(self, request: Any, context: Any) -> Any:
+        book, session = self._session(request, context)
         episode_id = book.start_episode(request.episode_id or None, request.training_enabled,
                                         owner=session)
         return self._wire.messages["StartEpisodeResponse"](episode_id=episode_id)
 
-    def _get_action(self, request: Any) -> Any:
-        book, session = self._session(request)
-        episode_id = self._episode_of(book, session, request.episode_id)
+    def _get_action(self, request: Any, context: Any) -> Any:
+        book, session = self._session(request, context)
         obs = self._values(book, request.observations, book.observation_spaces, "observation")
-        actions = book.get_action(episode_id, obs, in_spaces=True)
+        actions = book.get_action(request.episode_id, obs, in_spaces=True, owner=session)
         response = self._wire.messages["GetActionResponse"]()
         for agent, action in actions.items():
             encode_into(response.actions.add(agent=agent).value, action, typed=True)
         return response
 
-    def _log_action(self, request: Any) -> Any:
-        book, session = self._session(request)
-        episode_id = self._episode_of(book, session, request.episode_id)
+    def _log_action(self, request: Any, context: Any) -> Any:
+        book, session = self._session(request, context)
         obs = self._values(book, request.observations, book.observation_spaces, "observation")
         actions = self._values(book, request.actions, book.action_spaces, "action")
-        book.log_action(episode_id, obs, actions)
+        book.log_action(request.episode_id, obs, actions, owner=session)
         return self._wire.messages["Ack"]()
 
-    def _log_returns(self, request: Any) -> Any:
-        book, session = self._session(request)
-        episode_id = self._episode_of(book, session, request.episode_id)
+    def _log_returns(self, request: Any, context: Any) -> Any:
+        book, session = self._session(request, context)
         rewards: dict[AgentID, float] = {}
         for item in request.rewards:
             rewards[item.agent] = rewards.get(item.agent, 0.0) + item.reward
@@ -294,18 +294,18 @@ class PolicyServer:
                      for item in request.infos}
         except ValueError as exc:
             raise _Refused("INVALID_ARGUMENT", f"an info that is no JSON: {exc}") from None
-        book.log_returns(episode_id, rewards, infos, {a: True for a in request.done_agents})
+        book.log_returns(request.episode_id, rewards, infos,
+                         {a: True for a in request.done_agents}, owner=session)
         return self._wire.messages["Ack"]()
 
-    def _end_episode(self, request: Any) -> Any:
-        book, session = self._session(request)
-        episode_id = self._episode_of(book, session, request.episode_id)
+    def _end_episode(self, request: Any, context: Any) -> Any:
+        book, session = self._session(request, context)
         obs = self._values(book, request.observations, book.observation_spaces, "observation")
-        book.end_episode(episode_id, obs)
+        book.end_episode(request.episode_id, obs, owner=session)
         return self._wire.messages["Ack"]()
 
-    def _disconnect(self, request: Any) -> Any:
-        book, session = self._session(request)
+    def _disconnect(self, request: Any, context: Any) -> Any:
+        book, session = self._session(request, context)
         with self._lock:
             name = self.sessions.pop(session, "")
         book.disconnect(session, f"the simulator {name} disconnected")
@@ -322,13 +322,13 @@ def _parser(message_class: Any, grpc: Any) -> Callable[[bytes, Any], Any]:
     return parse
 
 
-def _guarded(call: Callable[[Any], Any], parse: Callable[[bytes, Any], Any],
+def _guarded(call: Callable[[Any, Any], Any], parse: Callable[[bytes, Any], Any],
              grpc: Any) -> Callable[[bytes, Any], Any]:
     """``call`` with its refusals and the book's errors turned into gRPC statuses."""
     def handler(raw: bytes, context: Any) -> Any:
         request = parse(raw, context)
         try:
-            return call(request)
+            return call(request, context)
         except _Refused as refused:
             context.abort(getattr(grpc.StatusCode, refused.code), str(refused))
         except EpisodeDroppedError as exc:

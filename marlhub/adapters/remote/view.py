@@ -33,10 +33,14 @@ from marlhub.adapters.remote.host import WorldHost
 from marlhub.adapters.remote.session import Session
 from marlhub.backends import import_backend
 
-__all__ = ["DEFAULT_MAX_CONNECTIONS", "TOKEN_HEADER", "EnvironmentService", "start_grpc_server"]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "MAX_MESSAGE_BYTES", "TOKEN_HEADER", "EnvironmentService",
+           "start_grpc_server"]
 
 #: Streams one server serves at once (each holds a worker thread) unless told otherwise.
 DEFAULT_MAX_CONNECTIONS = 64
+#: The largest request the server reads (bytes): a larger one is refused (RESOURCE_EXHAUSTED)
+#: before it is held whole. Actions and world settings are far smaller.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 #: The call metadata key that carries the token (``Bearer TOKEN``).
 TOKEN_HEADER = "authorization"
 
@@ -111,7 +115,10 @@ def start_grpc_server(host: WorldHost, address: str = "127.0.0.1", port: int = 0
 
     from marlhub.errors import RemoteEnvError
 
-    options = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1),
+    # Requests past MAX_MESSAGE_BYTES are refused by gRPC (RESOURCE_EXHAUSTED) before they
+    # are held whole; answers (observations) may be any size.
+    options = [("grpc.max_send_message_length", -1),
+               ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                ("grpc.so_reuseport", int(reuse_port))]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_connections + 2),
                          options=options, maximum_concurrent_rpcs=max_connections)

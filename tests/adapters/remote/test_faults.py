@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 grpc = pytest.importorskip("grpc")
@@ -248,3 +249,22 @@ def test_a_direct_connection_may_reset_the_dm_env_rpc_way(served: Any) -> None:
     raw.send(dm_env_rpc_pb2.LeaveWorldRequest())
     raw.close()
     channel.close()
+
+
+def test_an_oversized_request_is_refused_before_it_is_held(served: Any) -> None:
+    from marlhub.adapters.remote.view import MAX_MESSAGE_BYTES
+
+    server = served("openspiel/kuhn_poker")
+    env, local = connect(server.address), marlhub.make("openspiel/kuhn_poker")
+    env.reset(seed=5), local.reset(seed=5)
+    channel = grpc.insecure_channel(server.address)
+    call = channel.stream_stream("/dm_env_rpc.v1.Environment/Process")
+    padded = dm_env_rpc_pb2.EnvironmentRequest(create_world=dm_env_rpc_pb2.CreateWorldRequest(
+        settings={"pad": tensor_utils.pack_tensor(np.zeros(MAX_MESSAGE_BYTES + 1024, np.uint8))}))
+    with pytest.raises(grpc.RpcError) as refused:
+        list(call(iter([padded.SerializeToString()]), timeout=30))
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    channel.close()
+    assert len(server.worlds.worlds) == 1  # the good client's only: no world from the padding
+    assert compare_with_local(env, local, episodes=2, seed=5) == []  # the good client plays on
+    env.close()
