@@ -39,6 +39,7 @@ Run it with ``python benchmarks/learner_bridges.py [--copies 4] [--rounds 3]`` (
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import sys
 import time
@@ -109,8 +110,15 @@ def puffer_envs(n: int, max_cycles: int, workers: int, ours: bool) -> Any:
         creator = functools.partial(pufferlib.emulation.PettingZooPufferEnv,
                                     env_creator=pistonball_v6.parallel_env,
                                     env_kwargs={"max_cycles": max_cycles, "continuous": False})
-    venv = pufferlib.vector.make(creator, backend=pufferlib.vector.Multiprocessing, num_envs=n,
-                                 num_workers=workers, seed=0)
+    # PufferLib's workers start with the default start method; PettingZoo's parallel_env is a
+    # local function, which only a forked worker receives (spawn pickles it)
+    before = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method("fork", force=True)
+    try:
+        venv = pufferlib.vector.make(creator, backend=pufferlib.vector.Multiprocessing,
+                                     num_envs=n, num_workers=workers, seed=0)
+    finally:
+        multiprocessing.set_start_method(before, force=True)
     venv.async_reset(0)
     venv.recv()
 

@@ -29,11 +29,29 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from marlhub.external.episodes import in_space
+from marlhub.episode.actions import fast_check
 from marlhub.external.proto import load_wire
 
-__all__ = ["WireValueError", "decode", "encode", "encode_into", "space_from_message",
+__all__ = ["WireValueError", "decode", "encode", "encode_into", "in_space", "space_from_message",
            "space_message", "tensor", "tensor_into"]
+
+_QUICK: dict[int, tuple[gym.Space, Any]] = {}  # id(space) -> (space, its quick check)
+
+
+def in_space(space: gym.Space, value: Any) -> bool:
+    """Whether ``value`` is in ``space``: the quick check of Discrete and Box spaces
+    (:func:`~marlhub.episode.actions.fast_check`) first, then ``space.contains``.
+
+    Example:
+        >>> in_space(gym.spaces.Discrete(3), 2), in_space(gym.spaces.Discrete(3), 3)
+        (True, False)
+    """
+    entry = _QUICK.get(id(space))
+    if entry is None or entry[0] is not space:
+        entry = _QUICK[id(space)] = (space, fast_check(space))
+    quick = entry[1]
+    return (quick is not None and quick(value, None)) or bool(space.contains(value))
+
 
 
 class WireValueError(ValueError):

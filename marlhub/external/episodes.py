@@ -44,10 +44,10 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.core import ALL, AgentID
-from marlhub.episode.actions import fast_check
 from marlhub.errors import EpisodeDroppedError, ExternalEnvError
+from marlhub.external.codec import in_space
 
-__all__ = ["DECIDE", "END", "LOGGED", "Episode", "EpisodeBook", "Event", "in_space"]
+__all__ = ["DECIDE", "END", "LOGGED", "Episode", "EpisodeBook", "Event"]
 
 #: An event in which agents ask for actions (``get_action``).
 DECIDE = "decide"
@@ -62,24 +62,6 @@ DEFAULT_MAX_EPISODES = 1024
 ENDED = "it ended (end_episode)"
 #: How many dropped episodes are remembered, to tell a late call on one what happened.
 MAX_REMEMBERED_DROPS = 1024
-
-
-_QUICK: dict[int, tuple[gym.Space, Any]] = {}  # id(space) -> (space, its quick check)
-
-
-def in_space(space: gym.Space, value: Any) -> bool:
-    """Whether ``value`` is in ``space``: the quick check of Discrete and Box spaces
-    (:func:`~marlhub.episode.actions.fast_check`) first, then ``space.contains``.
-
-    Example:
-        >>> in_space(gym.spaces.Discrete(3), 2), in_space(gym.spaces.Discrete(3), 3)
-        (True, False)
-    """
-    entry = _QUICK.get(id(space))
-    if entry is None or entry[0] is not space:
-        entry = _QUICK[id(space)] = (space, fast_check(space))
-    quick = entry[1]
-    return (quick is not None and quick(value, None)) or bool(space.contains(value))
 
 
 def _key(owner: Any, episode_id: Any) -> tuple[Any, str]:
