@@ -5,16 +5,15 @@ fixed number of "envs", each with one observation and one action per step. An
 :class:`AgentSlots` gives every copy of a vector env ``A`` slots, one per agent, and
 converts each :class:`~marlhub.vector.faces.arrays.ArrayBatch` of the vector env (which it
 drives with ``autoreset_mode="same_step"``) into arrays of ``num_envs * A`` rows, slot
-``copy * A + k`` for the copy's ``k``-th agent. Two layouts:
+``copy * A + k`` for the copy's ``k``-th agent. Three layouts:
 
 * **one group** (the default): the agents share one observation and one action space (the
   vector env's array face has one group); the slots take that space as it is;
-* **one space** (``one_space=True``), for mixed teams: each agent's observation is flattened
-  (as ``gymnasium.spaces.flatten`` does) into one padded ``Box``, followed by a one-hot of
-  its kind (its group) when there are several (float32; of the agents' own dtype where
-  all observe ``Box`` es of one dtype, so images stay uint8); the actions are one ``Discrete(max n)``,
-  with masks that forbid what a kind cannot do, or one ``Box`` of the longest action (a
-  kind takes its first dims, clipped to its own bounds).
+* **one space** (``one_space=True``), for mixed teams: every agent gets a slot, in one padded
+  space (:mod:`marlhub.learners.padding`: the flattened observation and the agent's kind;
+  one ``Discrete`` whose masks forbid what a kind cannot do, or one ``Box``);
+* **one group of several** (``group=NAME``), as TorchRL's ``group_map`` by kind: that
+  group's agents get the slots, in their own spaces; the other groups act by ``others``.
 
 A ``Dict`` observation's action mask is left out of the observation (the learner gets the
 masks from :meth:`AgentSlots.action_masks`, as PettingZoo's SB3 tutorial does); where one
@@ -116,7 +115,7 @@ class AgentSlots:
             size)`` (bools, none for an agent that does not act; None for Box actions), the
             actions ``(num_envs, n, ...)``, ignored where an agent does not act; a
             uniformly random legal action by default (:class:`RandomLegal`).
-        seed: the seed of the default random policy of the others.
+        seed: the seed of the default random policy of the others (until a seeded reset).
 
     Attributes:
         agents: each copy's agents, in slot order.
@@ -166,7 +165,12 @@ class AgentSlots:
     # -- driving the vector env ---------------------------------------------------------
 
     def reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> SlotStep:
-        """Reset every copy (copy ``i`` seeded ``seed + i``); return the slots' first step."""
+        """Reset every copy (copy ``i`` seeded ``seed + i``; the others' default random policy
+        with ``seed`` too); return the slots' first step."""
+        if seed is not None:
+            for policy in self.others.values():
+                if isinstance(policy, RandomLegal):
+                    policy.rng = np.random.default_rng(seed)
         batch = self.vector_env.reset_arrays(seed=seed, options=options)
         return self._convert(batch, reset=True)
 
