@@ -32,8 +32,9 @@ while timed. Printed: per contestant the median agent-steps per second over the 
 and the median of the per-round ratios to ``supersuit`` (serial contestants) or
 ``supersuit procs`` (process contestants).
 
-Run it with ``python benchmarks/learner_bridges.py [--copies 4] [--rounds 3]`` (needs
-``pip install 'marlhub[learners]' 'pettingzoo[butterfly]'``).
+Run it with ``python benchmarks/learner_bridges.py [--copies 4] [--rounds 3] [--json PATH]``
+(needs ``pip install 'marlhub[learners]' 'pettingzoo[butterfly]'``); ``--json
+docs/data/learner_bridges.json`` writes the tables of the performance page.
 """
 
 from __future__ import annotations
@@ -160,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--max-cycles", type=int, default=125)
+    parser.add_argument("--json", metavar="PATH", help="also write the tables to PATH")
     parser.add_argument("--pause", type=float, default=0.6,
                         help="seconds between contestants (PufferLib's idle workers spin 0.5 s)")
     args = parser.parse_args(argv)
@@ -212,7 +214,51 @@ def main(argv: list[str] | None = None) -> int:
             ratio = statistics.median(a / b for a, b in zip(rates[name], rates[ref]))
             line += f" {ratio:8.2f} (to {ref})"
         print(line)
+    if args.json:
+        write_json(args, rates, reference, slots)
     return 0
+
+
+def write_json(args: argparse.Namespace, rates: dict[str, list[float]],
+               reference: dict[str, str], slots: int) -> None:
+    """The medians and paired ratios, as the performance page reads them (docs/data)."""
+    import json
+    import os
+    import platform
+    from datetime import datetime, timezone
+    from importlib.metadata import PackageNotFoundError, version
+
+    def ratio(name: str, ref: str) -> float:
+        return statistics.median(a / b for a, b in zip(rates[name], rates[ref]))
+
+    tables = []
+    for ref in dict.fromkeys(reference.values()):
+        rows = [{"contender": name, "rate": statistics.median(rates[name]),
+                 "ratio": ratio(name, ref)} for name in rates if reference[name] == ref]
+        tables.append({"title": f"pistonball, {args.copies} copies x {slots // args.copies} "
+                                f"agents (ratio: to {ref})", "rows": rows})
+    if "puffer emulation" in rates:
+        rows = [{"contender": name, "rate": statistics.median(rates[name]),
+                 "ratio": ratio(name, "puffer emulation")}
+                for name in ("puffer emulation", "puffer to_pufferlib", "hub async arrays",
+                             "to_sb3 async")]
+        tables.append({"title": f"pistonball, {args.copies} copies, {args.workers} workers "
+                                "(ratio: to PufferLib's Multiprocessing)", "rows": rows})
+    versions = {}
+    for package in ("pettingzoo", "supersuit", "stable-baselines3", "pufferlib-core"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    document = {
+        "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                    "python": platform.python_version(), "load_average": list(os.getloadavg())},
+        "command": "python benchmarks/learner_bridges.py " + " ".join(sys.argv[1:]),
+        "versions": versions, "unit": "agent-steps/s, wall clock", "rounds": args.rounds,
+        "tables": tables}
+    with open(args.json, "w", encoding="utf-8") as out:
+        json.dump(document, out, indent=1)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,9 @@ def _parameters(module: Any) -> list[Any]:
     return [p.detach().clone() for p in module.parameters()]
 
 
+# tensordict 0.13 (the oldest end) announces a change of its own to_module() when QMixerLoss
+# builds its target network: its noise, not ours.
+@pytest.mark.filterwarnings("ignore:TensorDict.to_module\\(\\) is replacing:FutureWarning")
 @pytest.mark.parametrize("mixer_type", ["qmix", "vdn"])
 def test_qmix_and_vdn_train_on_the_hubs_torchrl_view_with_its_global_state(mixer_type: str) -> None:
     torch.manual_seed(0)
@@ -65,11 +68,14 @@ def test_qmix_and_vdn_train_on_the_hubs_torchrl_view_with_its_global_state(mixer
         QValueModule(action_value_key=("agents", "action_value"),
                      out_keys=[env.action_key, ("agents", "action_value"),
                                ("agents", "chosen_action_value")],
-                     spec=env.full_action_spec, action_space=None))
+                     spec=env.full_action_spec, action_space=None,
+                     # TorchRL 0.13 checks the per-agent actions against the group's batch
+                     # twice over ([3] vs [3, 3]) and warns; 0.14 checks them right
+                     strict_shape=False))
     explore = SafeSequential(qnet, EGreedyModule(eps_init=0.5, eps_end=0.1,
                                                  annealing_num_steps=400,
                                                  action_key=env.action_key,
-                                                 spec=env.full_action_spec["agents", "action"]))
+                                                 spec=env.full_action_spec))
     if mixer_type == "qmix":
         mixer = TensorDictModule(QMixer(state_shape=hub.state_space.shape, mixing_embed_dim=8,
                                         n_agents=n_agents, device="cpu"),
