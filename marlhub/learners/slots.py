@@ -206,11 +206,11 @@ class AgentSlots:
         masks = np.zeros((self.num_envs, len(self.agents), self.mask_size), bool)
         first = first_actions(self.action_space)
         for g, columns in self._columns.items():
-            acting = batch.acting[g]
+            acting = np.asarray(_numpy(batch.acting[g]), bool)
             own = batch.action_mask.get(g)
             size = mask_size(self._act_spaces[g]) or 0
             kind = np.ones((self.num_envs, len(columns), size), bool) if own is None \
-                else np.asarray(own, bool)
+                else np.asarray(_numpy(own), bool)
             masks[:, columns, :size] = kind
             masks[:, columns] = np.where(acting[..., None], masks[:, columns], first)
         return masks.reshape(self.num_slots, self.mask_size)
