@@ -4,7 +4,9 @@
 (copy, agent) over the vector env's array face, for any registry id or vector env: mixed
 teams (``one_space=True``), turn-based games (masks) and agents that come and go
 included, with no SuperSuit in the way; :func:`to_pufferlib` gives PufferLib a native
-``PufferEnv`` of the same slots, which its vector envs run. :class:`~marlhub.learners.slots.AgentSlots` is the
+``PufferEnv`` of the same slots, which its vector envs run; :func:`to_skrl` gives skrl's
+multi-agent learners (IPPO, MAPPO) the same slots agent by agent, every agent always there;
+:func:`to_tianshou` gives Tianshou's multi-agent learners one agent's turn per step. :class:`~marlhub.learners.slots.AgentSlots` is the
 learner-independent part: how every slot stands in every step.
 
 Example:
@@ -33,7 +35,8 @@ from marlhub.registry.vector import env_fns_for, make_vec
 from marlhub.vector import AsyncVectorMultiAgentEnv, SyncVectorMultiAgentEnv, VectorMultiAgentEnv
 from marlhub.vector.base import SAME_STEP
 
-__all__ = ["AgentSlots", "SlotStep", "to_pufferlib", "to_sb3", "vector_env_for"]
+__all__ = ["AgentSlots", "SlotStep", "to_pufferlib", "to_sb3", "to_skrl", "to_tianshou",
+           "vector_env_for"]
 
 
 def vector_env_for(env: Any, num_envs: Optional[int] = None,
@@ -186,3 +189,83 @@ def to_pufferlib(env: Any, num_envs: Optional[int] = None,
                             install="pip install --no-deps pufferlib-core psutil rich "
                             "rich-argparse")
     return module.HubPufferEnv(env, num_envs, config, buf=buf, seed=seed, **vector_kwargs)
+
+
+def to_skrl(env: Any, num_envs: Optional[int] = None, config: Optional[Mapping[str, Any]] = None,
+            *, one_space: bool = False, group: Optional[str] = None,
+            others: Optional[Mapping[str, Policy]] = None, device: Any = None,
+            seed: Optional[int] = None, **vector_kwargs: Any) -> Any:
+    """Return a skrl multi-agent env (``MultiAgentEnvWrapper``) of agent slots, for any hub env.
+
+    Every agent is there at every step, with ``num_envs`` rows (one per copy) of the
+    slots' treatment of agents that wait, leave or join (:mod:`marlhub.learners.slots`),
+    so skrl's IPPO and MAPPO (one model and memory per agent) train on mixed teams and
+    agents that come and go; ``state()`` is each copy's global state where it has one.
+
+    Args:
+        env: a registry id, a function that makes one env, or a vector env made with
+            ``autoreset_mode="same_step"`` (:func:`vector_env_for`).
+        num_envs: how many copies (rows of every agent's tensors).
+        config: the env's config, for a registry id.
+        one_space, group, others: as for :func:`to_sb3` (every agent in one padded space,
+            or one group's agents with the others acting by a policy of their own).
+        device: the tensors' torch device (skrl's default for None).
+        seed: the first reset's seed (copy ``i`` seeded ``seed + i``); None: skrl's own
+            (``skrl.utils.set_seed`` sets it), as skrl's PettingZoo wrapper takes it.
+        vector_kwargs: the vector env's options, and ``illegal_action="substitute"`` (or
+            ``"terminate"``) for games with masks: skrl's learners have none.
+
+    Returns:
+        A :class:`~marlhub.learners.skrl_env.SkrlEnv`, a subclass of skrl's
+        ``MultiAgentEnvWrapper``.
+
+    Raises:
+        MissingDependencyError: skrl is not installed.
+        VectorEnvError: the agents have several spaces and ``one_space`` is False, or a
+            space the slots cannot take.
+
+    Example:
+        >>> env = to_skrl("rock_paper_scissors", 2)
+        >>> env.num_envs, env.possible_agents, env.observation_space("player1")
+        (2, ['player1', 'player2'], Box(0.0, 1.0, (3,), float32))
+        >>> obs, infos = env.reset()  # the opponent's last move, one-hot
+        >>> obs["player1"].shape
+        torch.Size([2, 3])
+        >>> env.close()
+    """
+    module = import_backend("marlhub.learners.skrl_env", package="skrl", extra="learners",
+                            feature="to_skrl()")
+    vector_env = vector_env_for(env, num_envs, config, caller="to_skrl()", **vector_kwargs)
+    try:
+        return module.SkrlEnv(AgentSlots(vector_env, one_space=one_space, group=group,
+                                         others=others), device=device, seed=seed)
+    except BaseException:
+        if not isinstance(env, VectorMultiAgentEnv):
+            vector_env.close()
+        raise
+
+
+def to_tianshou(env: Any, config: Optional[Mapping[str, Any]] = None) -> Any:
+    """Return Tianshou's multi-agent env over a hub env: one acting agent per step.
+
+    Tianshou's ``MultiAgentOffPolicyAlgorithm`` and ``MultiAgentOnPolicyAlgorithm`` take it
+    in place of its ``PettingZooEnv``: agents of different spaces share one padded space,
+    agents that leave or join are asked to act only while they are there, and each
+    agent's summed reward is the hub's return (:mod:`marlhub.learners.tianshou_env`).
+    Tianshou's vector envs take a function that calls this.
+
+    Args:
+        env: a registry id, or a hub env (any env ``marlhub.convert`` takes).
+        config: the env's config, for a registry id.
+
+    Raises:
+        VectorEnvError: kinds of agents that act in Discrete and in Box spaces.
+    """
+    from marlhub.adapters.apis import convert
+    from marlhub.learners.tianshou_env import TianshouEnv
+    from marlhub.registry import make
+
+    if config is not None and not isinstance(env, str):
+        raise VectorEnvError("to_tianshou()", "config= was given with an env",
+                             "Pass a registry id with its config, or an env made with it.")
+    return TianshouEnv(make(env, config) if isinstance(env, str) else convert(env))
