@@ -19,7 +19,7 @@ import numpy as np
 from marlhub.adapters.openspiel.games import game_string
 from marlhub.core import COMMON, MultiAgentDict, StepResult
 from marlhub.episode.actions import check_action, check_keys
-from marlhub.errors import ActionError, ConfigError
+from marlhub.errors import ActionError, ConfigError, EnvContractError
 
 __all__ = ["ILLEGAL_ACTION_MODES", "ActionChecks", "check_options", "make_ids"]
 
@@ -72,16 +72,18 @@ def make_ids(game: Any, agent_ids: Union[str, Sequence[Any]], n: int) -> list[An
 
 
 class ActionChecks:
-    """Validation of action dicts and the illegal-action modes, for :class:`OpenSpielEnv`.
+    """Legal-action masks, validation of action dicts and the illegal-action modes.
 
-    Relies on the env's ``_ids``, ``_player_of``, ``_masks``, ``_state``,
-    ``num_actions``, ``illegal_action``, ``illegal_reward``, ``np_random``,
-    ``actors`` and ``_observe_all``.
+    The mixin of :class:`OpenSpielEnv`; relies on its ``_ids``, ``_player_of``,
+    ``_actors``, ``_masks``, ``_zero_mask``, ``_state``, ``num_actions``,
+    ``illegal_action``, ``illegal_reward``, ``np_random``, ``actors`` and ``_observe_all``.
     """
 
     _ids: list[Any]
     _player_of: dict[Any, int]
+    _actors: tuple[int, ...]
     _masks: dict[int, np.ndarray]
+    _zero_mask: np.ndarray
     _state: Any
     _steps: int
     num_actions: int
@@ -103,6 +105,39 @@ class ActionChecks:
     def _flags(self, value: bool) -> dict[Any, bool]:
         raise NotImplementedError
 
+    # -- legal-action masks: int8 0/1 arrays over Discrete(num_actions) --------------
+
+    def _native_turn_mask(self, player: int) -> Any:
+        """The mask of the player to move in a C++ game (OpenSpiel: it has a legal action)."""
+        # A writable int8 array over a bytearray: cheaper than np.array(list, np.int8).
+        return np.frombuffer(bytearray(self._state.legal_actions_mask(player)), np.int8)
+
+    def _native_mask(self, player: int) -> Any:
+        """The legal-action mask of ``player`` in a C++ game (None when it has none)."""
+        legal = self._state.legal_actions_mask(player)  # a list of 0s and 1s
+        return np.frombuffer(bytearray(legal), np.int8) if 1 in legal else None
+
+    def _checked_mask(self, player: int) -> Any:
+        """The legal-action mask of ``player``, checked against the action space."""
+        # Not state.legal_actions_mask(): it writes out of bounds in games whose legal
+        # actions exceed num_distinct_actions(), which a Python game can do (chat_game);
+        # a broken game must raise, not crash.
+        legal = self._state.legal_actions(player)
+        if not legal:
+            return None
+        if legal[-1] >= self.num_actions or legal[0] < 0:
+            raise EnvContractError(
+                game_string(self.game), "space.defined",
+                f"player {player} has legal actions {legal[:10]} but the game declares "
+                f"num_distinct_actions()={self.num_actions}, so they are outside the action "
+                f"space Discrete({self.num_actions}); the game's definition is inconsistent",
+            )
+        mask = self._zero_mask.copy()
+        mask[legal] = 1
+        return mask
+
+    # -- actions -------------------------------------------------------------------
+
     def _check_keys(self, action_dict: Any) -> None:
         check_keys(game_string(self.game), action_dict, actors=self.actors,
                    possible_agents=self._ids,
@@ -111,6 +146,19 @@ class ActionChecks:
     def _as_action(self, aid: Any, action: Any) -> int:
         action = check_action(aid, self._action_space, action)
         return int(action)
+
+    def _as_actions(self, action_dict: Any) -> dict[int, int]:
+        """Each actor's action as a plain int in the action space (the keys checked before)."""
+        n = self.num_actions
+        chosen = {}
+        for p in self._actors:
+            aid = self._ids[p]
+            action = action_dict[aid]
+            # A plain int in range is what check_action hands back: skip its look-ups.
+            if type(action) is not int or not 0 <= action < n:
+                action = self._as_action(aid, action)
+            chosen[p] = action
+        return chosen
 
     def _legal_text(self, player: int, limit: int = 20) -> str:
         legal = [int(a) for a in np.flatnonzero(self._masks[player])]

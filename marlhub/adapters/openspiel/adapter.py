@@ -42,6 +42,7 @@ __all__ = ["ILLEGAL_ACTION_MODES", "OpenSpielEnv"]
 
 _DEFAULT_PENALTY = {"substitute": -0.1, "terminate": -1.0}
 
+_CHANCE = -1
 _SIMULTANEOUS = -2
 _TERMINAL = -4
 
@@ -146,6 +147,9 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         self._simultaneous_node = False
         self._zero_mask = np.zeros(self.num_actions, np.int8)
         self._zero_rewards = dict.fromkeys(self._ids, 0.0)
+        #: The done dicts of an episode's end, copied for each (not rebuilt).
+        self._done_flags = {value: {**dict.fromkeys(self._ids, value), ALL: value}
+                            for value in (True, False)}
         self._state: Any = None
         self._actors: tuple[int, ...] = ()
         self._masks: dict[int, np.ndarray] = {}
@@ -215,19 +219,27 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
             seed: seeds ``np_random``, which draws every chance outcome.
             options: unused (accepted for the protocol).
         """
-        super().reset(seed=seed, options=options)
-        if self._seed_param is not None and seed is not None:
-            # The seed itself, so that a game made by to_openspiel resets its env with it.
-            self.game = load_game(self.source_game, {self._seed_param: int(seed) % (2**31 - 1)})
+        if seed is not None:
+            # The base class only seeds np_random; without a seed it does nothing.
+            super().reset(seed=seed, options=options)
+            if self._seed_param is not None:
+                # The seed itself, so that a game made by to_openspiel resets its env with it.
+                self.game = load_game(self.source_game,
+                                      {self._seed_param: int(seed) % (2**31 - 1)})
         if self._start is not None:
-            self._state = self._start.clone()
+            state = self._state = self._start.clone()
         else:
-            self._state = self.game.new_initial_state()
+            state = self._state = self.game.new_initial_state()
         self._reported = [0.0] * self.num_players
         self._steps = 0
         self._over = False
-        self._resolve_chance()
-        if self._state.is_terminal():
+        if self._np_random is None:
+            self.np_random  # made at the first reset, unseeded, so that copies share its draws
+        current = state.current_player()
+        if current == _CHANCE:
+            self._resolve_chance()
+            current = state.current_player()
+        if current == _TERMINAL:
             self._over = True
             raise EnvContractError(
                 game_string(self.game), "turn.actors_exist",
@@ -235,8 +247,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
                 "cannot report an episode's end",
             )
         self.agents = list(self._ids)
-        obs, infos = self._observe_actors(self._state.current_player())
-        return obs, infos
+        return self._observe_actors(current)
 
     def step(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, action_dict: MultiAgentDict
@@ -272,10 +283,12 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
                 return self._after_actions(None)
             chosen, offenders = self._handle_illegal({player: action})
         else:
-            if not isinstance(action_dict, Mapping) or set(action_dict) != set(self.actors):
-                self._check_keys(action_dict)
-            chosen = {p: self._as_action(self._ids[p], action_dict[self._ids[p]]) for p in actors}
-            illegal = {p: a for p, a in chosen.items() if not self._masks[p][a]}
+            if (not isinstance(action_dict, Mapping) or len(action_dict) != len(actors)
+                    or any(self._ids[p] not in action_dict for p in actors)):
+                self._check_keys(action_dict)  # raises: not exactly the actors' keys
+            chosen = self._as_actions(action_dict)
+            masks = self._masks
+            illegal = {p: a for p, a in chosen.items() if not masks[p][a]}
             offenders = None
             if illegal:
                 chosen, offenders = self._handle_illegal(chosen, illegal)
@@ -290,8 +303,10 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
     def _after_actions(self, offenders: Optional[dict[int, int]]) -> StepResult:
         """Resolve chance, count the step, and build the step's five dicts."""
         state = self._state
-        if state.is_chance_node():
+        current = state.current_player()
+        if current == _CHANCE:
             self._resolve_chance()
+            current = state.current_player()
         self._steps += 1
         returns = state.returns()
         if type(returns) is not list:  # Python games may return arrays
@@ -315,7 +330,6 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
             infos = {COMMON: {"illegal_actions": {ids[p]: a for p, a in offenders.items()}}}
         else:
             infos = {}
-        current = state.current_player()
         if current == _TERMINAL:
             obs = self._observe_all(infos)
             return obs, rewards, self._flags(True), self._flags(False), infos
@@ -328,9 +342,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         return obs, rewards, {ALL: False}, {ALL: False}, actor_infos
 
     def _flags(self, value: bool) -> dict[Any, bool]:
-        flags: dict[Any, bool] = dict.fromkeys(self._ids, value)
-        flags[ALL] = value
-        return flags
+        return self._done_flags[value].copy()
 
     def _resolve_chance(self) -> None:
         state = self._state
@@ -395,34 +407,6 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
                 infos[aid] = {"action_mask": masks[p]}
         return obs, infos
 
-    def _native_turn_mask(self, player: int) -> Any:
-        """The mask of the player to move in a C++ game (OpenSpiel: it has a legal action)."""
-        return np.array(self._state.legal_actions_mask(player), np.int8)
-
-    def _native_mask(self, player: int) -> Any:
-        """The legal-action mask of ``player`` in a C++ game (None when it has none)."""
-        mask = np.array(self._state.legal_actions_mask(player), np.int8)
-        return mask if mask.any() else None
-
-    def _checked_mask(self, player: int) -> Any:
-        """The legal-action mask of ``player``, checked against the action space."""
-        # Not state.legal_actions_mask(): it writes out of bounds in games whose legal
-        # actions exceed num_distinct_actions(), which a Python game can do (chat_game);
-        # a broken game must raise, not crash.
-        legal = self._state.legal_actions(player)
-        if not legal:
-            return None
-        if legal[-1] >= self.num_actions or legal[0] < 0:
-            raise EnvContractError(
-                game_string(self.game), "space.defined",
-                f"player {player} has legal actions {legal[:10]} but the game declares "
-                f"num_distinct_actions()={self.num_actions}, so they are outside the action "
-                f"space Discrete({self.num_actions}); the game's definition is inconsistent",
-            )
-        mask = self._zero_mask.copy()
-        mask[legal] = 1
-        return mask
-
     def _observe_all(self, infos: MultiAgentDict) -> MultiAgentDict:
         """Final observations of every player; the episode is over after this."""
         self._over = True
@@ -431,16 +415,17 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         state = self._state
         obs: MultiAgentDict = {}
         terminal = state.is_terminal()
+        read, zero = self._read, self._zero_mask
         for p, aid in enumerate(self._ids):
             # The state's legal actions: none at a terminal state, the real ones when
             # truncated (the observation describes the state, not the episode's end).
             mask = None if terminal else self._mask(p)
             if mask is None:
-                mask = self._zero_mask.copy()
+                mask = zero.copy()
             if self.mask_in_obs:
-                obs[aid] = {"observation": self._read(state, p), "action_mask": mask}
+                obs[aid] = {"observation": read(state, p), "action_mask": mask}
             else:
-                obs[aid] = self._read(state, p)
+                obs[aid] = read(state, p)
                 infos[aid] = {"action_mask": mask}
         return obs
 
