@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "marlhub.display": 1,
     "marlhub.backends": 1,
     "marlhub.version": 1,
+    "marlhub.tls": 1,
     "marlhub._renamed": 1,
     "marlhub.contract": 2,
     "marlhub.episode": 2,

@@ -39,6 +39,7 @@ AT_BOTH_ENDS: dict[str, bool] = {
     "remote": True,
     "external": True,
     "external/test_in_process.py": False,  # simulators in threads, no gRPC: marlhub's own
+    "test_tls.py": True,  # both servers over gRPC's own TLS credentials
     # The core over Gymnasium's spaces and seeding (gymnasium 1.1.1 at the oldest end).
     "envs": True,
     "episode": True,

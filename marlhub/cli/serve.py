@@ -8,6 +8,8 @@ be made or served, a port that cannot be bound.
 
 The token (``--token``, or the ``MARLHUB_TOKEN`` environment variable, which
 keeps it out of the process list) must then come with every client's calls.
+With ``--tls-cert FILE --tls-key FILE`` (PEM) the server takes TLS connections
+only; clients then pass the certificate they trust as ``tls_root``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,11 @@ def add_serve_command(subparsers: Any) -> argparse.ArgumentParser:
                         help="client streams at once (default: 64)")
     parser.add_argument("--token", default=None, metavar="T",
                         help="require this token from clients (default: $MARLHUB_TOKEN)")
+    parser.add_argument("--tls-cert", default=None, metavar="FILE",
+                        help="serve over TLS with this certificate (chain), a PEM file; "
+                        "needs --tls-key (default: plain text)")
+    parser.add_argument("--tls-key", default=None, metavar="FILE",
+                        help="the private key of --tls-cert, a PEM file")
     parser.add_argument("--allow-config", action="store_true",
                         help="let clients add to the config of the worlds they create")
     parser.add_argument("--processes", type=positive_int, default=1, metavar="N",
@@ -82,14 +89,16 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         server = serve(args.env_id, config, host=args.host, port=args.port,
                        max_worlds=args.max_worlds, token=token, allow_config=args.allow_config,
-                       max_connections=args.max_connections, processes=args.processes)
+                       max_connections=args.max_connections, processes=args.processes,
+                       tls_cert=args.tls_cert, tls_key=args.tls_key)
     except MarlhubError as exc:
         err(f"marlhub serve: {exc}")
         return 2
     stop = threading.Event()
     previous = _stop_on_signals(stop)
+    tls = f", {{'tls_root': {args.tls_cert!r}}}" if args.tls_cert else ""
     out(f"marlhub serve: serving {args.env_id!r} at {server.address} (connect with "
-        f"marlhub.make('remote/{server.address}'){'; token required' if token else ''}; "
+        f"marlhub.make('remote/{server.address}'{tls}){'; token required' if token else ''}; "
         "Ctrl-C stops)")
     sys.stdout.flush()
     try:

@@ -47,6 +47,7 @@ from marlhub.core import AgentID
 from marlhub.errors import EpisodeDroppedError, ExternalEnvError
 from marlhub.external.codec import WireValueError, decode, encode_into, space_message
 from marlhub.external.proto import load_wire
+from marlhub.tls import channel_credentials
 
 __all__ = ["PolicyClient"]
 
@@ -62,6 +63,9 @@ class PolicyClient:
             MultiDiscrete, MultiBinary, or Dict and Tuple of them).
         name: how the learner names this simulator in its messages.
         connect_timeout: seconds to wait for the learner to listen.
+        tls_root: connect over TLS, trusting this PEM file's certificates (the learner's
+            self-made certificate or the authority that signed it), or True for gRPC's
+            default roots; None: plain text.
 
     Attributes:
         session: the session the learner gave this simulator at ``Connect``.
@@ -72,13 +76,14 @@ class PolicyClient:
         ExternalEnvError: nobody listens at ``address`` in time, or the learner refused
             the connection (a wrong token, spaces that differ from the learner's, too many
             simulators).
+        ConfigError: ``tls_root`` cannot be read.
     """
 
     def __init__(self, address: str, *, token: Optional[str] = None,
                  possible_agents: list[AgentID],
                  observation_spaces: Mapping[AgentID, gym.Space],
                  action_spaces: Mapping[AgentID, gym.Space], name: str = "",
-                 connect_timeout: float = 30.0) -> None:
+                 connect_timeout: float = 30.0, tls_root: Any = None) -> None:
         import grpc
 
         self.address = address
@@ -89,9 +94,11 @@ class PolicyClient:
         self._wire = wire = load_wire()
         # A simulator started before its learner retries at least every second, where gRPC's
         # backoff would wait up to two minutes between tries (and miss a short-lived learner).
-        self._channel = grpc.insecure_channel(address, options=[
-            ("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
-            ("grpc.max_reconnect_backoff_ms", 1000)])
+        options = [("grpc.initial_reconnect_backoff_ms", 100),
+                   ("grpc.min_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000)]
+        credentials = channel_credentials(tls_root)
+        self._channel = grpc.insecure_channel(address, options=options) if credentials is None \
+            else grpc.secure_channel(address, credentials, options=options)
         messages = wire.messages
         prefix = f"/{wire.service}/"
         self._calls = {
@@ -119,10 +126,13 @@ class PolicyClient:
             self.session = next(self._stream).session
         except grpc.FutureTimeoutError:
             self._channel.close()
-            raise ExternalEnvError(f"PolicyClient({address!r})", f"no learner listens there "
-                                   f"(waited {connect_timeout:g} s)", "Start the learner first "
-                                   "(marlhub.make_vec('external/HOST:PORT', N)), or raise "
-                                   "connect_timeout.") from None
+            over, hint = (" over TLS", "does the learner listen with tls_cert, and does "
+                          "tls_root hold its certificate?") if credentials is not None else \
+                ("", "a learner that takes TLS only needs tls_root=")
+            raise ExternalEnvError(f"PolicyClient({address!r})", f"no learner listens there"
+                                   f"{over} (waited {connect_timeout:g} s; {hint})", "Start the "
+                                   "learner first (marlhub.make_vec('external/HOST:PORT', N)), "
+                                   "or raise connect_timeout.") from None
         except grpc.RpcError as exc:
             self._channel.close()
             raise _error(exc, address, "Connect") from None

@@ -33,7 +33,11 @@ from typing import Any
 from marlhub.errors import ConfigError, UnknownEnvError
 from marlhub.external.copies import DEFAULT_TIMEOUT, ExternalCopy
 from marlhub.external.episodes import DEFAULT_MAX_EPISODES
-from marlhub.external.server import DEFAULT_MAX_CLIENTS, PolicyServer
+from marlhub.external.server import (
+    DEFAULT_MAX_CLIENT_EPISODES,
+    DEFAULT_MAX_CLIENTS,
+    PolicyServer,
+)
 from marlhub.external.vector import ExternalVectorEnv
 
 __all__ = ["CONFIG_KEYS", "ExternalFamily", "listen"]
@@ -45,6 +49,11 @@ CONFIG_KEYS = {
     "token": "the token simulators must send (default: the MARLHUB_TOKEN environment variable)",
     "max_clients": f"how many simulators may be connected at once (default {DEFAULT_MAX_CLIENTS})",
     "max_episodes": f"how many episodes may run at once (default {DEFAULT_MAX_EPISODES})",
+    "max_client_episodes": "how many episodes one simulator may run at once (default "
+                           f"{DEFAULT_MAX_CLIENT_EPISODES})",
+    "tls_cert": "listen over TLS with this certificate (chain), a PEM file; needs tls_key "
+                "(default: plain text)",
+    "tls_key": "the private key of tls_cert, a PEM file",
     "possible_agents": "the agents (with the two spaces below; default: the first simulator's)",
     "observation_spaces": "each agent's observation space",
     "action_spaces": "each agent's action space",
@@ -57,7 +66,7 @@ def listen(rest: str, config: Mapping[str, Any]) -> tuple[PolicyServer, float]:
 
     Raises:
         UnknownEnvError: ``rest`` is not ``HOST:PORT``.
-        ConfigError: an unknown key, or spaces given in part.
+        ConfigError: an unknown key, spaces given in part, or TLS files that cannot be read.
         ExternalTimeoutError: no simulator declared the spaces within the timeout.
     """
     found = _ADDRESS.match(rest)
@@ -81,6 +90,9 @@ def listen(rest: str, config: Mapping[str, Any]) -> tuple[PolicyServer, float]:
     server = PolicyServer(rest, token=options.get("token") or os.environ.get("MARLHUB_TOKEN"),
                           max_clients=int(options.get("max_clients", DEFAULT_MAX_CLIENTS)),
                           max_episodes=int(options.get("max_episodes", DEFAULT_MAX_EPISODES)),
+                          max_client_episodes=int(options.get("max_client_episodes",
+                                                              DEFAULT_MAX_CLIENT_EPISODES)),
+                          tls_cert=options.get("tls_cert"), tls_key=options.get("tls_key"),
                           spaces=spaces)
     try:
         server.wait_for_book(timeout)

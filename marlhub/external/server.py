@@ -11,6 +11,13 @@ its running episodes end, truncated. A malformed request, a value outside
 its space or a bad token gets an error status saying what was wrong; the
 server goes on serving the others.
 
+Its bounds, each refused with ``RESOURCE_EXHAUSTED`` past it: ``max_clients``
+simulators connected, ``max_client_episodes`` running episodes per simulator
+(so one cannot take every place of ``max_episodes``), :attr:`PolicyServer.max_calls`
+calls and streams at once, requests of :data:`MAX_MESSAGE_BYTES`. It speaks plain
+text unless given a certificate and its key (``tls_cert``, ``tls_key``: then TLS
+only, and simulators pass ``tls_root``).
+
 Example:
     >>> server = PolicyServer("127.0.0.1:0")
     >>> server.port > 0, server.book is None
@@ -41,11 +48,16 @@ from marlhub.external.codec import (
 )
 from marlhub.external.episodes import DEFAULT_MAX_EPISODES, EpisodeBook
 from marlhub.external.proto import load_wire
+from marlhub.tls import PemPath, server_credentials
 
-__all__ = ["DEFAULT_MAX_CLIENTS", "MAX_MESSAGE_BYTES", "PolicyServer"]
+__all__ = ["DEFAULT_MAX_CLIENTS", "DEFAULT_MAX_CLIENT_EPISODES", "MAX_MESSAGE_BYTES",
+           "PolicyServer"]
 
 #: How many simulators may be connected at once, unless told otherwise.
 DEFAULT_MAX_CLIENTS = 64
+#: How many episodes one simulator may run at once, unless told otherwise: a simulator that
+#: starts episodes without end is refused (RESOURCE_EXHAUSTED) before the others are.
+DEFAULT_MAX_CLIENT_EPISODES = 256
 #: The largest request the server reads (bytes): gRPC refuses a larger one with
 #: RESOURCE_EXHAUSTED before it is held whole. Observations of 1 MiB fit many times over.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -69,23 +81,39 @@ class PolicyServer:
         max_episodes: how many episodes may run at once.
         spaces: ``(possible_agents, observation_spaces, action_spaces)`` the simulators must
             declare; None: the first simulator to connect fixes them.
+        max_client_episodes: how many episodes one simulator may run at once.
+        tls_cert, tls_key: the server's certificate (chain) and private key, PEM files:
+            TLS connections only (simulators pass ``tls_root``); None: plain text.
 
     Attributes:
         book: the episodes (None until the spaces are known).
         port: the port listened at.
+        max_calls: calls and streams served at once, ``2 * max_clients + 8`` (each holds a
+            thread: a simulator's Connect stream, each Decide stream, each GetAction that
+            waits for its answer); more are refused with ``RESOURCE_EXHAUSTED``.
+
+    Raises:
+        ExternalEnvError: the address cannot be listened at.
+        ConfigError: ``tls_cert`` without ``tls_key`` (or the other way), or a file that
+            cannot be read.
     """
 
     def __init__(self, address: str, *, token: Optional[str] = None,
                  max_clients: int = DEFAULT_MAX_CLIENTS,
                  max_episodes: int = DEFAULT_MAX_EPISODES,
                  spaces: Optional[tuple[list[AgentID], Mapping[AgentID, gym.Space],
-                                        Mapping[AgentID, gym.Space]]] = None) -> None:
+                                        Mapping[AgentID, gym.Space]]] = None,
+                 max_client_episodes: int = DEFAULT_MAX_CLIENT_EPISODES,
+                 tls_cert: Optional[PemPath] = None, tls_key: Optional[PemPath] = None) -> None:
         import grpc
 
+        credentials = server_credentials(tls_cert, tls_key)
         self.address = address
         self.token = token
         self.max_clients = max_clients
         self.max_episodes = max_episodes
+        self.max_client_episodes = max_client_episodes
+        self.max_calls = 2 * max_clients + 8
         self.book: Optional[EpisodeBook] = None
         self.sessions: dict[str, str] = {}  # session -> the simulator's name
         # session -> the peer of the Connect stream that made it: a session is good only on
@@ -97,15 +125,19 @@ class PolicyServer:
         if spaces is not None:
             self.book = self._new_book(*spaces)
         # Each connected simulator holds a thread (its Connect stream), and each of its Decide
-        # streams (or GetAction calls waiting for an answer) another.
+        # streams (or GetAction calls waiting for an answer) another. Calls past the threads
+        # are refused, not queued: a queue would grow without bound under a flood, and a
+        # queued call of a simulator could wait for ever behind others' open streams.
         self._server = grpc.server(futures.ThreadPoolExecutor(
-            max_workers=2 * max_clients + 8, thread_name_prefix="marlhub-policy-server"),
+            max_workers=self.max_calls, thread_name_prefix="marlhub-policy-server"),
             options=[("grpc.so_reuseport", 0),  # a second learner on a taken port: refused
-                     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
+                     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)],
+            maximum_concurrent_rpcs=self.max_calls)
         self._server.add_generic_rpc_handlers((self._handlers(grpc),))
         host = address.rsplit(":", 1)[0]
         try:
-            self.port = self._server.add_insecure_port(address)
+            self.port = self._server.add_secure_port(address, credentials) \
+                if credentials is not None else self._server.add_insecure_port(address)
         except RuntimeError as exc:
             raise ExternalEnvError(f"external/{address}", f"cannot listen there ({exc})",
                                    "Pick a free port (0: any) on an address of this "
@@ -199,8 +231,8 @@ class PolicyServer:
         closed = threading.Event()
         context.add_callback(closed.set)
         try:
-            yield self._wire.messages["ConnectResponse"](session=session,
-                                                          max_episodes=self.max_episodes)
+            yield self._wire.messages["ConnectResponse"](
+                session=session, max_episodes=min(self.max_episodes, self.max_client_episodes))
             while not closed.wait(0.25) and not self._stopping.is_set():
                 pass
         finally:
@@ -264,8 +296,20 @@ class PolicyServer:
 
     def _start_episode(self, request: Any, context: Any) -> Any:
         book, session = self._session(request, context)
-        episode_id = book.start_episode(request.episode_id or None, request.training_enabled,
-                                        owner=session)
+        with book.changed:  # the count and the start at once (the book's lock is reentrant)
+            running = sum(1 for owner, _ in book.episodes if owner == session)
+            if running >= self.max_client_episodes:
+                raise _Refused("RESOURCE_EXHAUSTED", f"this simulator runs {running} episodes "
+                               f"already, its limit (the learner's 'max_client_episodes'): end "
+                               "episodes before starting more")
+            full = len(book.episodes) >= book.max_episodes
+            try:
+                episode_id = book.start_episode(request.episode_id or None,
+                                                request.training_enabled, owner=session)
+            except ExternalEnvError as exc:
+                if full:  # the learner's max_episodes: a bound, like the one above
+                    raise _Refused("RESOURCE_EXHAUSTED", str(exc)) from None
+                raise
         return self._wire.messages["StartEpisodeResponse"](episode_id=episode_id)
 
     def _get_action(self, request: Any, context: Any) -> Any:

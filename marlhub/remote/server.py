@@ -9,8 +9,10 @@ config, and that its spaces map to dm_env_rpc tensors.
 
 It binds 127.0.0.1 (this machine only) unless given another ``host``; beyond
 loopback it should require a token (``token=...``, which clients send as
-call metadata), and it warns when it does not. The traffic itself is not
-encrypted: keep tokens to trusted networks.
+call metadata), and it warns when it does not. The traffic is plain text
+unless the server is given a certificate and its key (``tls_cert=``,
+``tls_key=``: then TLS only, and clients pass ``tls_root``); see the guide
+``docs/guides/security.rst``.
 
 With ``processes=N`` the server runs N processes listening on the same port
 (``SO_REUSEPORT``): each connection lands in one of them, so clients step
@@ -41,6 +43,7 @@ from typing import Any, Optional
 from marlhub.conformance.targets import is_registry_id, resolve_target
 from marlhub.errors import MarlhubWarning, TargetError
 from marlhub.registry import Registry, default_registry
+from marlhub.tls import PemPath, server_credentials
 
 __all__ = ["RemoteServer", "is_loopback", "serve"]
 
@@ -121,7 +124,8 @@ def serve(env_id: str, config: Optional[Mapping[str, Any]] = None, *, host: str 
           port: int = 0, max_worlds: Optional[int] = None, token: Optional[str] = None,
           allow_config: bool = False, max_connections: Optional[int] = None,
           step_wait: Optional[float] = None, processes: int = 1,
-          registry: Optional[Registry] = None, reuse_port: bool = False) -> RemoteServer:
+          registry: Optional[Registry] = None, reuse_port: bool = False,
+          tls_cert: Optional[PemPath] = None, tls_key: Optional[PemPath] = None) -> RemoteServer:
     """Serve worlds of ``env_id`` over dm_env_rpc; return the running server.
 
     Args:
@@ -140,9 +144,13 @@ def serve(env_id: str, config: Optional[Mapping[str, Any]] = None, *, host: str 
         registry: where ``env_id`` is made; the default registry when None (with
             ``processes > 1`` only the default registry is used).
         reuse_port: let other processes bind the port too (set for ``processes > 1``).
+        tls_cert, tls_key: the server's certificate (chain) and private key, PEM files:
+            the server then takes TLS connections only (clients pass ``tls_root``).
 
     Raises:
         UnknownEnvError, ConfigError, EnvCreationError: ``env_id`` cannot be made.
+        ConfigError: ``tls_cert`` without ``tls_key`` (or the other way), or a file that
+            cannot be read.
         TargetError: a ``module:attr`` that names nothing loadable.
         RemoteRequestError: its spaces or agent ids have no dm_env_rpc form.
         RemoteEnvError: ``host:port`` cannot be bound.
@@ -156,6 +164,7 @@ def serve(env_id: str, config: Optional[Mapping[str, Any]] = None, *, host: str 
     from marlhub.adapters.remote.view import DEFAULT_MAX_CONNECTIONS, start_grpc_server
     from marlhub.adapters.remote.world import describe_world
 
+    credentials = server_credentials(tls_cert, tls_key)  # bad files fail before anything runs
     make = _maker(env_id, registry or default_registry())
     settings = dict(config or {})
     probe = make(settings)
@@ -172,7 +181,7 @@ def serve(env_id: str, config: Optional[Mapping[str, Any]] = None, *, host: str 
                        step_wait=step_wait or DEFAULT_STEP_WAIT)
     grpc_server, bound = start_grpc_server(
         worlds, host, port, token=token, max_connections=max_connections or DEFAULT_MAX_CONNECTIONS,
-        reuse_port=reuse_port or processes > 1)
+        reuse_port=reuse_port or processes > 1, credentials=credentials)
     children = []
     for _ in range(processes - 1):
         child = multiprocessing.get_context("spawn").Process(
@@ -180,7 +189,8 @@ def serve(env_id: str, config: Optional[Mapping[str, Any]] = None, *, host: str 
             args=(env_id, settings, os.getpid(),
                   dict(host=host, port=bound, max_worlds=max_worlds, token=token,
                        allow_config=allow_config, step_wait=step_wait,
-                       max_connections=max_connections, reuse_port=True)))
+                       max_connections=max_connections, reuse_port=True,
+                       tls_cert=tls_cert, tls_key=tls_key)))
         child.start()
         children.append(child)
     return RemoteServer(env_id, host, bound, grpc_server, worlds, children)

@@ -95,6 +95,7 @@ class RemoteEnv(MultiAgentEnv):
         timeout: seconds each call may take before :class:`~marlhub.errors.RemoteEnvError`.
         connect_timeout: seconds the server may take to accept the connection.
         token: the server's token, if it requires one.
+        tls_root: connect over TLS trusting this PEM file (or True: gRPC's default roots).
         world: join this existing world instead of creating one.
         link: an open :class:`~marlhub.adapters.remote.link.Link` to use (and own).
         copy_of: create the world as a copy of this world of the server (its env as
@@ -108,14 +109,15 @@ class RemoteEnv(MultiAgentEnv):
     def __init__(self, address: str, config: Optional[Mapping[str, Any]] = None, *,
                  timeout: float = DEFAULT_TIMEOUT, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
                  token: Optional[str] = None, world: Optional[str] = None,
-                 link: Optional[Link] = None, copy_of: Optional[str] = None) -> None:
+                 link: Optional[Link] = None, copy_of: Optional[str] = None,
+                 tls_root: Any = None) -> None:
         super().__init__()
         self.address = address
         self._options: dict[str, Any] = {"config": dict(config) if config else None,
                                          "timeout": timeout, "connect_timeout": connect_timeout,
-                                         "token": token}
+                                         "token": token, "tls_root": tls_root}
         self._link = link or Link(address, timeout=timeout, connect_timeout=connect_timeout,
-                                  token=token)
+                                  token=token, tls_root=tls_root)
         self._created = world is None
         try:
             self.env_id = read_property(self._link, "marlhub.env_id")

@@ -40,6 +40,8 @@ CONNECT_KEYS = {
     "timeout": "seconds each call may take (default 30)",
     "connect_timeout": "seconds the server may take to accept the connection (default 10)",
     "token": "the server's token (default: the MARLHUB_TOKEN environment variable)",
+    "tls_root": "connect over TLS, trusting this PEM file (the server's certificate or its "
+                "authority), or true for gRPC's default roots (default: plain text)",
     "world": "join this existing world instead of creating one",
     "create_settings": "CreateWorld settings (plain dm_env_rpc servers)",
     "join_settings": "JoinWorld settings (plain dm_env_rpc servers)",
@@ -87,6 +89,7 @@ def connect(address: str, config: Optional[Mapping[str, Any]] = None, **options:
     from marlhub.adapters.remote.plain import PlainRemoteEnv
 
     link, token, timeout, connect_timeout = _open_link(address, options)
+    tls_root = options.get("tls_root")
     try:
         read_property(link, "marlhub.env_id")
     except RemoteRequestError:  # no marlhub on the other side: a plain dm_env_rpc server
@@ -106,9 +109,10 @@ def connect(address: str, config: Optional[Mapping[str, Any]] = None, **options:
             link.close()
             raise ConfigError(f"remote/{address}", f"{key!r} is for plain dm_env_rpc servers; "
                               "this is a marlhub server", unknown=[key],
-                              accepted=["config", "timeout", "connect_timeout", "token", "world"])
+                              accepted=["config", "timeout", "connect_timeout", "token",
+                                        "tls_root", "world"])
     return RemoteEnv(address, config, timeout=timeout, connect_timeout=connect_timeout,
-                     token=token, world=options.get("world"), link=link)
+                     token=token, tls_root=tls_root, world=options.get("world"), link=link)
 
 
 def _open_link(address: str, options: Mapping[str, Any]
@@ -127,7 +131,8 @@ def _open_link(address: str, options: Mapping[str, Any]
     token = options.get("token") or os.environ.get("MARLHUB_TOKEN") or None
     timeout = float(options.get("timeout", DEFAULT_TIMEOUT))
     connect_timeout = float(options.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT))
-    link = Link(address, timeout=timeout, connect_timeout=connect_timeout, token=token)
+    link = Link(address, timeout=timeout, connect_timeout=connect_timeout, token=token,
+                tls_root=options.get("tls_root"))
     return link, token, timeout, connect_timeout
 
 

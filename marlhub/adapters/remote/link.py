@@ -25,6 +25,7 @@ from typing import Any, Optional
 from marlhub.adapters.remote.status import error_of
 from marlhub.backends import import_backend
 from marlhub.errors import RemoteEnvError
+from marlhub.tls import channel_credentials
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "ConnectionLink", "Link", "grpc_target"]
 
@@ -93,14 +94,18 @@ class Link:
         timeout: seconds each answer may take.
         connect_timeout: seconds the server may take to accept the connection.
         token: sent as ``authorization: Bearer TOKEN`` call metadata.
+        tls_root: connect over TLS, trusting this PEM file's certificates (the server's
+            self-made certificate or the authority that signed it), or True for gRPC's
+            default roots; None: plain text.
 
     Raises:
         RemoteEnvError: no server accepted the connection in time.
+        ConfigError: ``tls_root`` cannot be read.
     """
 
     def __init__(self, address: str, *, timeout: float = DEFAULT_TIMEOUT,
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                 token: Optional[str] = None) -> None:
+                 token: Optional[str] = None, tls_root: Any = None) -> None:
         grpc = _grpc()
         from dm_env_rpc.v1 import dm_env_rpc_pb2_grpc
 
@@ -111,13 +116,19 @@ class Link:
         self._expired = False
         self._deadline_lock = threading.Lock()
         options = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
-        self._channel = grpc.insecure_channel(grpc_target(address), options=options)
+        credentials = channel_credentials(tls_root)
+        self._channel = grpc.insecure_channel(grpc_target(address), options=options) \
+            if credentials is None else \
+            grpc.secure_channel(grpc_target(address), credentials, options=options)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
         except grpc.FutureTimeoutError:
             self._channel.close()
+            hint = " over TLS (does the server listen with --tls-cert, and does tls_root " \
+                "hold its certificate?)" if credentials is not None else \
+                " (a server that takes TLS only needs 'tls_root')"
             raise RemoteEnvError(address, "connect", f"no server accepted the connection within "
-                                 f"{connect_timeout:g}s") from None
+                                 f"{connect_timeout:g}s{hint}") from None
         metadata = [("authorization", f"Bearer {token}")] if token else None
         self._requests: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         self._stream = dm_env_rpc_pb2_grpc.EnvironmentStub(self._channel).Process(

@@ -88,7 +88,8 @@ class PlainRemoteEnv(MultiAgentEnv):
         join_settings: JoinWorld settings.
         world: join this world instead of creating one.
         agent_id: the one agent's id.
-        timeout, connect_timeout, token: as for :class:`~marlhub.adapters.remote.adapter.RemoteEnv`.
+        timeout, connect_timeout, token, tls_root: as for
+            :class:`~marlhub.adapters.remote.adapter.RemoteEnv`.
         link: an open link to use (and own), or a
             :class:`~marlhub.adapters.remote.link.ConnectionLink`.
         specs: the ``ActionObservationSpecs`` of a world ``link`` has joined already
@@ -99,12 +100,12 @@ class PlainRemoteEnv(MultiAgentEnv):
                  join_settings: Optional[Mapping[str, Any]] = None, world: Optional[str] = None,
                  agent_id: str = "agent", timeout: float = DEFAULT_TIMEOUT,
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, token: Optional[str] = None,
-                 link: Any = None, specs: Any = None) -> None:
+                 link: Any = None, specs: Any = None, tls_root: Any = None) -> None:
         super().__init__()
         self.address = address
         self.agent_id = agent_id
         self._link = link or Link(address, timeout=timeout, connect_timeout=connect_timeout,
-                                  token=token)
+                                  token=token, tls_root=tls_root)
         self._created = world is None and specs is None
         try:
             self.world_name = world if world is not None or specs is not None else create_world(

@@ -6,7 +6,8 @@ over the worlds of one :class:`~marlhub.adapters.remote.host.WorldHost`.
 :func:`start_grpc_server` runs it in a real ``grpc.server``, bound to
 127.0.0.1 unless told otherwise. With a token, every stream must send it as
 call metadata (``authorization: Bearer TOKEN``) or is refused with
-``UNAUTHENTICATED`` before any request is read.
+``UNAUTHENTICATED`` before any request is read. With gRPC server credentials
+(:func:`marlhub.tls.server_credentials`) it takes TLS connections only.
 
 ``marlhub serve ID`` and :func:`marlhub.remote.serve` build the host from a
 registry id; this module takes any factory.
@@ -92,10 +93,34 @@ class EnvironmentService(_service_base()):  # type: ignore[misc]
             session.close()
 
 
+def _handlers(service: EnvironmentService) -> Any:
+    """``Process`` of ``service``, its requests parsed here: gRPC's own parsing of a stream's
+    request, when it fails, leaves the call in the server's books for good (grpcio 1.7x: about
+    20 KB per call), so garbage is refused (INVALID_ARGUMENT) by the handler instead."""
+    grpc = _grpc()
+    from dm_env_rpc.v1 import dm_env_rpc_pb2
+
+    def parsed(requests: Iterator[bytes], context: Any) -> Iterator[Any]:
+        for raw in requests:
+            try:
+                request = dm_env_rpc_pb2.EnvironmentRequest.FromString(raw)
+            except Exception as exc:  # protobuf's DecodeError, or worse
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a request does not parse as "
+                              f"dm_env_rpc.v1.EnvironmentRequest: {exc}")
+                return  # abort() raises; this is for readers
+            yield request
+
+    process = grpc.stream_stream_rpc_method_handler(
+        lambda requests, context: service.Process(parsed(requests, context), context),
+        response_serializer=dm_env_rpc_pb2.EnvironmentResponse.SerializeToString)
+    return grpc.method_handlers_generic_handler("dm_env_rpc.v1.Environment",
+                                                {"Process": process})
+
+
 def start_grpc_server(host: WorldHost, address: str = "127.0.0.1", port: int = 0, *,
                       token: Optional[str] = None,
                       max_connections: int = DEFAULT_MAX_CONNECTIONS,
-                      reuse_port: bool = False) -> tuple[Any, int]:
+                      reuse_port: bool = False, credentials: Any = None) -> tuple[Any, int]:
     """Start a ``grpc.server`` serving ``host``; return it and the port it listens on.
 
     Args:
@@ -106,13 +131,12 @@ def start_grpc_server(host: WorldHost, address: str = "127.0.0.1", port: int = 0
         max_connections: streams at once; more are refused (RESOURCE_EXHAUSTED).
         reuse_port: let other processes bind the same port (``SO_REUSEPORT``), so
             that several server processes share the connections.
+        credentials: ``grpc.ServerCredentials`` to listen with TLS (None: plain text).
 
     Raises:
         RemoteEnvError: the address cannot be bound.
     """
     grpc = _grpc()
-    from dm_env_rpc.v1 import dm_env_rpc_pb2_grpc
-
     from marlhub.errors import RemoteEnvError
 
     # Requests past MAX_MESSAGE_BYTES are refused by gRPC (RESOURCE_EXHAUSTED) before they
@@ -122,11 +146,11 @@ def start_grpc_server(host: WorldHost, address: str = "127.0.0.1", port: int = 0
                ("grpc.so_reuseport", int(reuse_port))]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_connections + 2),
                          options=options, maximum_concurrent_rpcs=max_connections)
-    dm_env_rpc_pb2_grpc.add_EnvironmentServicer_to_server(EnvironmentService(host, token=token),
-                                                          server)
+    server.add_generic_rpc_handlers((_handlers(EnvironmentService(host, token=token)),))
     target = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
     try:
-        bound = server.add_insecure_port(target)
+        bound = server.add_secure_port(target, credentials) if credentials is not None \
+            else server.add_insecure_port(target)
     except RuntimeError as exc:
         bound = 0
         reason = str(exc)

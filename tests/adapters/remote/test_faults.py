@@ -147,7 +147,8 @@ def test_malformed_and_out_of_order_requests_are_refused_and_other_worlds_play_o
     call = garbage.stream_stream("/dm_env_rpc.v1.Environment/Process")
     with pytest.raises(grpc.RpcError) as caught:
         list(call(iter([b"\xff\x00 not a protocol buffer"]), timeout=10))
-    assert caught.value.code() in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "does not parse as dm_env_rpc.v1.EnvironmentRequest" in caught.value.details()
     garbage.close()
     # The first client's world never noticed.
     assert compare_with_local(env, local, episodes=3, seed=3) == []
