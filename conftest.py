@@ -25,7 +25,7 @@ EXTRAS = {"torch": "rl", "torchrl": "torchrl", "tensordict": "torchrl", "vmas": 
           "ray": "rllib", "pettingzoo": "pettingzoo", "pyspiel": "openspiel",
           "open_spiel": "openspiel", "supersuit": "supersuit", "mpe2": "mpe2",
           "magent2": "magent2", "grpc": "remote", "dm_env_rpc": "remote",
-          "jax": "jaxmarl", "jaxmarl": "jaxmarl"}
+          "jax": "jaxmarl", "jaxmarl": "jaxmarl", "lbforaging": "epymarl", "rware": "epymarl"}
 
 
 def _missing_backend(exc: BaseException) -> str:

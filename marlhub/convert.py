@@ -16,7 +16,7 @@ Example:
     >>> marlhub.convert(env, to="dm_env")
     Traceback (most recent call last):
     ...
-    marlhub.errors.ConversionError: Cannot convert to 'dm_env': the supported targets are 'marlhub', 'pettingzoo.aec', 'pettingzoo.parallel', 'openspiel', 'rllib', 'gymnasium', 'torchrl'; pass one of them as `to`.
+    marlhub.errors.ConversionError: Cannot convert to 'dm_env': the supported targets are 'marlhub', 'pettingzoo.aec', 'pettingzoo.parallel', 'openspiel', 'rllib', 'gymnasium', 'gymnasium.tuple', 'torchrl'; pass one of them as `to`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Example:
     >>> [api.name for api in APIS]
     ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl', 'vmas', 'jaxmarl', 'remote']
     >>> sorted(TARGETS)
-    ['gymnasium', 'marlhub', 'openspiel', 'pettingzoo.aec', 'pettingzoo.parallel', 'rllib', 'torchrl']
+    ['gymnasium', 'gymnasium.tuple', 'marlhub', 'openspiel', 'pettingzoo.aec', 'pettingzoo.parallel', 'rllib', 'torchrl']
     >>> from marlhub.envs import RockPaperScissors
     >>> env = RockPaperScissors()
     >>> to_hub(env) is env
@@ -179,8 +179,12 @@ APIS: tuple[Api, ...] = (
         describes="a single-agent Gymnasium env",
         detect="is_gymnasium_env",
         into_hub="from_gymnasium",
-        targets={"gymnasium": "to_gymnasium"},
-        families=("marlhub.adapters.gymnasium.family:GymnasiumFamily",),
+        targets={"gymnasium": "to_gymnasium", "gymnasium.tuple": "to_gymnasium_tuple"},
+        families=(
+            "marlhub.adapters.gymnasium.family:GymnasiumFamily",
+            "marlhub.adapters.gymnasium.family_tuple:LbforagingFamily",
+            "marlhub.adapters.gymnasium.family_tuple:RwareFamily",
+        ),
         extra="gymnasium",
         backend="gymnasium",
     ),
@@ -282,8 +286,8 @@ def convert(env: Any, to: str = "marlhub", **options: Any) -> Any:
     Args:
         env: an env of any supported API (see the module docstring).
         to: ``"marlhub"``, ``"pettingzoo.aec"``, ``"pettingzoo.parallel"``,
-            ``"openspiel"``, ``"gymnasium"``, ``"rllib"`` (Ray needed) or
-            ``"torchrl"`` (TorchRL needed).
+            ``"openspiel"``, ``"gymnasium"``, ``"gymnasium.tuple"`` (EPyMARL's
+            Tuple convention), ``"rllib"`` (Ray needed) or ``"torchrl"`` (TorchRL needed).
         options: passed to the target's converter (``to_gymnasium(agent_id=...)``,
             ``to_openspiel(short_name=...)``, ``to_pettingzoo(turn_based=...)``,
             ``to_torchrl(group_map=...)``).

@@ -9,6 +9,9 @@
   the built-in envs, the built-in families and the ``marlhub.envs`` entry
   points (:mod:`~marlhub.registry.entry_points` documents the convention).
 * Ids and which names may be registered: :mod:`~marlhub.registry.ids`.
+* :func:`register_with_gymnasium`: an id in Gymnasium's registry as
+  ``marlhub/<name>``, in the Tuple convention (:mod:`~marlhub.registry.gymnasium_ids`;
+  the plain names are there from the start), and :func:`register_with_ray`: in Ray's.
 * :class:`EnvContext`, the config a creator receives; :class:`Family`, the
   protocol of id catalogues.
 
@@ -32,6 +35,7 @@ from marlhub.registry.default import (
     simultaneous_config,
 )
 from marlhub.registry.entry_points import ENTRY_POINT_GROUP
+from marlhub.registry.gymnasium_ids import register_with_gymnasium
 from marlhub.registry.ray import register_with_ray
 from marlhub.registry.registry import Registry
 from marlhub.registry.spec import EnvSpec, Listing, RegistryProblem
@@ -48,6 +52,7 @@ __all__ = [
     "default_registry",
     "make",
     "register_env",
+    "register_with_gymnasium",
     "register_with_ray",
     "registered",
     "simultaneous_config",

@@ -29,6 +29,7 @@ from marlhub.context import set_id_resolver
 from marlhub.core import MultiAgentEnv
 from marlhub.envs import BUILTIN_ENVS
 from marlhub.registry.entry_points import ENTRY_POINT_GROUP
+from marlhub.registry.gymnasium_ids import register_names
 from marlhub.registry.registry import Registry
 from marlhub.registry.spec import EnvSpec, RegistryProblem
 
@@ -99,6 +100,10 @@ def register_env(
 ) -> EnvSpec:
     """Register ``creator`` under ``name`` in the default registry (see :meth:`Registry.register`).
 
+    The name is also registered in Gymnasium's registry as ``marlhub/<name>``
+    (where Gymnasium can parse it), for learners that call ``gym.make(key)``
+    (:mod:`marlhub.registry.gymnasium_ids`).
+
     Example:
         >>> from marlhub.envs import TicTacToe
         >>> spec = register_env("short_tic_tac_toe", lambda config: TicTacToe({"max_steps": 4}))
@@ -106,9 +111,11 @@ def register_env(
         ['player1', 'player2']
         >>> default_registry().unregister("short_tic_tac_toe")
     """
-    return default_registry().register(
+    spec = default_registry().register(
         name, creator, overwrite=overwrite, description=description
     )
+    register_names([name])
+    return spec
 
 
 @overload
@@ -133,7 +140,7 @@ def make(
         config: the env's config (its keys are checked; unknown ones are listed).
         to: None for a hub env (a :class:`~marlhub.core.MultiAgentEnv`), or one of
             ``"marlhub"``, ``"pettingzoo.aec"``, ``"pettingzoo.parallel"``,
-            ``"openspiel"``, ``"rllib"``, ``"gymnasium"``, ``"torchrl"``
+            ``"openspiel"``, ``"rllib"``, ``"gymnasium"``, ``"gymnasium.tuple"``, ``"torchrl"``
             (:data:`marlhub.adapters.apis.TARGETS`).
         convert_options: options of the converter ``to`` names, e.g.
             ``turn_based="pad"`` (pettingzoo.parallel), ``short_name=`` (openspiel),
@@ -186,3 +193,5 @@ def registered(pattern: str = "*", *, families: bool = True) -> list[str]:
 
 
 set_id_resolver(make)
+# gym.make("marlhub/traffic"): the built-in names in Gymnasium's registry (specs only).
+register_names(BUILTIN_ENVS)

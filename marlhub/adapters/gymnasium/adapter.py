@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 import gymnasium as gym
 
+from marlhub.adapters.gymnasium.tuple_agents import TupleAgentsEnv, is_tuple_team
 from marlhub.context import EnvContext
 from marlhub.core import (
     ALL,
@@ -47,13 +48,7 @@ from marlhub.episode.status import (
     require_running,
     restarts_when_pickled,
 )
-from marlhub.errors import (
-    AgentIdError,
-    ConfigError,
-    ProtocolError,
-    UnknownEnvError,
-    closest,
-)
+from marlhub.errors import AgentIdError, ConfigError, ProtocolError, UnknownEnvError, closest
 from marlhub.spaces import ADVISORY_MASKS
 
 __all__ = [
@@ -333,12 +328,14 @@ def _reduce_class(cls: _MultiEnvType) -> Union[str, tuple[Any, ...]]:
 copyreg.pickle(_MultiEnvType, _reduce_class)
 
 
-def make_gymnasium_env(env_id: str, kwargs: Optional[Mapping[str, Any]] = None) -> gym.Env:
+def make_gymnasium_env(env_id: str, kwargs: Optional[Mapping[str, Any]] = None, *,
+                       own_keys: Sequence[str] = (NUM_AGENTS,)) -> gym.Env:
     """Return ``gymnasium.make(env_id, **kwargs)`` with Gymnasium's errors made marlhub errors.
 
     Args:
         env_id: a Gymnasium id.
         kwargs: keyword arguments for ``gymnasium.make`` and the env's constructor.
+        own_keys: the caller's own config keys, listed among the accepted ones.
 
     Raises:
         UnknownEnvError: Gymnasium has no env ``env_id`` (with close matches).
@@ -367,19 +364,18 @@ def make_gymnasium_env(env_id: str, kwargs: Optional[Mapping[str, Any]] = None) 
         key = found.group(1)
         raise ConfigError(
             env_id, f"gymnasium.make rejected the key {key!r}",
-            unknown=[key], accepted=accepted_config_keys(env_id),
+            unknown=[key], accepted=accepted_config_keys(env_id, own_keys),
         ) from exc
 
 
-def accepted_config_keys(env_id: str) -> list[str]:
-    """Return the config keys a Gymnasium id accepts: ``num_agents``, ``gymnasium.make``'s, the env's.
+def accepted_config_keys(env_id: str, own_keys: Sequence[str] = (NUM_AGENTS,)) -> list[str]:
+    """Return the config keys a Gymnasium id accepts: ``own_keys``, ``gymnasium.make``'s, the env's.
 
     Example:
         >>> accepted_config_keys("CartPole-v1")
         ['disable_env_checker', 'max_episode_steps', 'num_agents', 'render_mode', 'sutton_barto_reward']
     """
-    keys = {NUM_AGENTS}
-    keys |= _keyword_names(gym.make) - {"id"}
+    keys = set(own_keys) | (_keyword_names(gym.make) - {"id"})
     spec = gym.spec(env_id)
     keys |= set(spec.kwargs)
     try:
@@ -471,7 +467,9 @@ def from_gymnasium(env: Any, agent_id: AgentID = "agent_0") -> MultiAgentEnv:
     lost by it: a joint view, or the view of the only agent of an env (the hub
     env then keeps its own agent id). One agent's view of a several-agent env
     is wrapped like any Gymnasium env, the other agents still driven by the
-    view's policies. A hub env is returned as it is.
+    view's policies. A hub env is returned as it is. An env of the Tuple
+    convention (lbforaging, rware: :func:`~marlhub.adapters.gymnasium.is_tuple_team`)
+    is a team: :func:`~marlhub.adapters.gymnasium.from_gymnasium_tuple` (no ``agent_id``).
 
     Args:
         env: a ``gymnasium.Env``, wrapped or not.
@@ -497,4 +495,6 @@ def from_gymnasium(env: Any, agent_id: AgentID = "agent_0") -> MultiAgentEnv:
     if isinstance(env, MultiAgentEnv) or (is_multi_agent_env(env) and not isinstance(env, type)):
         return env
     _require_single_agent_env(env, "from_gymnasium()")
+    if is_tuple_team(env):
+        return TupleAgentsEnv(env)
     return GymnasiumMultiEnv([env], [agent_id])
