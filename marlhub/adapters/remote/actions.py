@@ -34,18 +34,10 @@ import gymnasium as gym
 
 from marlhub.adapters.remote import codec
 from marlhub.adapters.remote.layout import AgentSlots, Layout
-from marlhub.adapters.remote.tensors import Leaf, pack, read_sent, unpack
+from marlhub.adapters.remote.tensors import Leaf, read_sent
 from marlhub.errors import RemoteRequestError
 
 __all__ = ["put_actions", "take_actions"]
-
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def _leaf_fits(leaf: Leaf, value: Any) -> bool:
-    if not leaf.fits(value):
-        return False
-    return leaf.kind != "discrete" or _INT64[0] <= value <= _INT64[1]
 
 
 def _action_parts(space: gym.Space, value: Any, leaves: Iterator[tuple[int, Leaf]],
@@ -60,7 +52,7 @@ def _action_parts(space: gym.Space, value: Any, leaves: Iterator[tuple[int, Leaf
             return False
         return all(_action_parts(sub, v, leaves, parts) for sub, v in zip(space.spaces, value))
     _, leaf = next(leaves)
-    if not _leaf_fits(leaf, value):
+    if not leaf.fits(value):
         return False
     parts.append(value)
     return True
@@ -78,19 +70,29 @@ def put_actions(action_dict: Any, layout: Layout, actions: Any) -> None:
         document["whole"] = action_dict
     else:
         extra = {}
+        slots_of = layout.slots.get
         for agent, value in action_dict.items():
-            slots = layout.slots.get(agent) if type(agent) in (str, int) else None
-            parts = _fits(slots, layout.action_spaces[agent], value) if slots is not None else None
+            slots = slots_of(agent) if type(agent) in (str, int) else None
+            if slots is not None and slots.flat_action:  # one tensor: no walk of the space
+                uid, leaf = slots.action[0]
+                if leaf.fits(value):
+                    leaf.put(value, actions[uid])
+                    continue
+                parts = None
+            else:
+                parts = _fits(slots, layout.action_spaces[agent], value) if slots is not None \
+                    else None
             if parts is None:
                 extra[agent] = value
                 continue
             for (uid, leaf), part in zip(slots.action, parts):  # type: ignore[union-attr]
-                pack(part, leaf.wire, leaf.shape, actions[uid])
+                leaf.put(part, actions[uid])
         if extra:
             document["actions"] = extra
-        order = list(action_dict)
-        if order != [a for a in layout.agents if a in action_dict]:
-            document["order"] = order
+        if len(action_dict) > 1 or (action_dict and next(iter(action_dict)) not in layout.slots):
+            order = list(action_dict)
+            if order != [a for a in layout.agents if a in action_dict]:
+                document["order"] = order
     if document:
         actions[layout.actions_uid].strings.array.append(codec.dumps(document))
 
@@ -142,7 +144,7 @@ def take_actions(actions: Any, layout: Layout, *, check_bounds: bool) -> Any:
         leaf = where[1]
         if not check_bounds and tensor.WhichOneof("payload") == leaf.payload \
                 and tuple(tensor.shape) == leaf.shape:
-            values[uid] = unpack(tensor, leaf)  # exactly as marlhub's client packs it
+            values[uid] = leaf.read(tensor)  # exactly as marlhub's client packs it
             continue
         try:
             values[uid] = read_sent(tensor, leaf, check_bounds=check_bounds)
@@ -154,6 +156,11 @@ def take_actions(actions: Any, layout: Layout, *, check_bounds: bool) -> Any:
         return document["whole"]
     result = {}
     for agent, slots in layout.slots.items():
+        if slots.flat_action:
+            uid = slots.action[0][0]
+            if uid in values:
+                result[agent] = values[uid]
+            continue
         sent = [uid for uid, _ in slots.action if uid in values]
         if not sent:
             continue

@@ -163,7 +163,7 @@ class RemoteEnv(MultiAgentEnv):
         settings = reset.settings
         if seed is not None:
             if type(seed) is int and _INT64[0] <= seed <= _INT64[1]:
-                settings["seed"].CopyFrom(tensor_utils.pack_tensor(seed, dtype=dm_env_rpc_pb2.INT64))
+                settings["seed"].int64s.array.append(seed)  # what pack_tensor(seed, INT64) makes
             else:
                 settings["seed_json"].CopyFrom(tensor_utils.pack_tensor(codec.dumps(seed)))
         if options is not None:

@@ -145,8 +145,8 @@ def _object_array(shape: list[int], items: list[Any]) -> np.ndarray:
 def _hook(data: dict[str, Any]) -> Any:
     """Read one JSON object whose members are read already (json's ``object_hook``)."""
     if len(data) == 1:
-        key = next(iter(data))
-        if key.startswith("~"):
+        [key] = data
+        if key[:1] == "~":
             reader = _READERS.get(key)
             if reader is None:
                 raise ValueError(f"unknown tag {key!r} in a marlhub remote message")
@@ -183,6 +183,8 @@ def decode(data: Any) -> Any:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+#: What json writes as it is, or (the marker) through ``_default``: no walk needed.
+_LEAVES = _SCALARS | {_InTensors}
 
 
 def _plain_json(value: Any) -> bool:
@@ -197,28 +199,50 @@ def _plain_json(value: Any) -> bool:
         for key, item in value.items():
             if type(key) is not str or key[:1] == "~":
                 return False
-            if type(item) not in _SCALARS and not _plain_json(item):
+            if type(item) not in _LEAVES and not _plain_json(item):
                 return False
         return True
     if kind is list:
-        return all(type(item) in _SCALARS or _plain_json(item) for item in value)
+        for item in value:
+            if type(item) not in _LEAVES and not _plain_json(item):
+                return False
+        return True
     return not isinstance(value, (dict, list, tuple, set, frozenset))
 
 
 def _default(value: Any) -> Any:
     """What json calls for the objects it does not know (arrays, numpy scalars, markers)."""
-    return encode(value)
+    return _MARK if value is IN_TENSORS else encode(value)
+
+
+_MARK = {"~T": 0}
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=_default, check_circular=False)
 _DECODER = json.JSONDecoder(object_hook=_hook)
 
 
+def _encoder() -> Callable[[Any], str]:
+    """``_ENCODER.encode`` without building json's C encoder again on every call."""
+    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C encoder: json's own way
+        return _ENCODER.encode
+    try:
+        chunks = make(None, _default, json.encoder.encode_basestring_ascii, None, ":", ",",
+                      False, False, True)  # what JSONEncoder.iterencode passes it
+    except TypeError:  # another signature
+        return _ENCODER.encode
+    return lambda value: "".join(chunks(value, 0))
+
+
+_ENCODE = _encoder()
+
+
 def dumps(value: Any) -> str:
     """Return ``value`` as JSON text (NaN and infinities included, as Python writes them)."""
     if _plain_json(value):
-        return _ENCODER.encode(value)
-    return _ENCODER.encode(encode(value))
+        return _ENCODE(value)
+    return _ENCODE(encode(value))
 
 
 def loads(text: str) -> Any:

@@ -42,22 +42,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import gymnasium as gym
 import numpy as np
 
 from marlhub.adapters.remote.codec import IN_TENSORS, UnmappableSpace
-from marlhub.adapters.remote.tensors import (
-    Leaf,
-    dm_env_rpc_pb2,
-    leaves_of,
-    pack,
-    tensor_spec,
-    unpack,
-)
+from marlhub.adapters.remote.tensors import Leaf, dm_env_rpc_pb2, leaves_of, tensor_spec
 
 __all__ = ["ALL_PREFIX", "AgentSlots", "Layout", "agent_names"]
 
@@ -87,9 +80,21 @@ def agent_names(agents: Sequence[Any]) -> dict[Any, str]:
     return names
 
 
+#: ``split(value, parts)``: ``value`` with each leaf replaced by ``IN_TENSORS``, its
+#: ``(uid, leaf, leaf value)`` appended to ``parts``; raises ``_NoFit`` when it does not fit.
+Split = Callable[[Any, list], Any]
+#: ``fill(skeleton, observations)``: the value a skeleton and its tensors stand for (a value
+#: with no ``IN_TENSORS`` in it, one that travelled as JSON, comes back equal).
+Fill = Callable[[Any, Any], Any]
+
+
 @dataclass
 class AgentSlots:
-    """The uids of one agent's tensors in a connection's specs."""
+    """The uids of one agent's tensors in a connection's specs.
+
+    ``split`` and ``fill`` are the observation space's walk compiled once (see
+    :meth:`Layout.put_observations`); ``flat_action``: the action space is one leaf.
+    """
 
     agent: Any
     space: gym.Space
@@ -98,6 +103,9 @@ class AgentSlots:
     scalars: dict[str, int] = field(default_factory=dict)
     action_mask: Optional[int] = None
     mask_size: int = 0
+    split: Split = field(default=lambda value, parts: value, repr=False)
+    fill: Fill = field(default=lambda skeleton, observations: skeleton, repr=False)
+    flat_action: bool = False
 
     @property
     def flat(self) -> bool:
@@ -187,6 +195,8 @@ class Layout:
             uid = self._add_action(tensor_spec(f"{prefix}action{leaf.suffix}", leaf))
             slots.action.append((uid, leaf))
             self.action_index[uid] = (agent, leaf)
+        slots.split, slots.fill = _plan(obs_space, iter(slots.observation))
+        slots.flat_action = len(slots.action) == 1 and not slots.action[0][1].path
         return slots
 
     # -- reading ---------------------------------------------------------------
@@ -222,30 +232,25 @@ class Layout:
         does not fit its space's leaves exactly, or whose tensors were not all
         requested, stays whole and travels as JSON.
         """
-        if not isinstance(obs, Mapping):
+        if type(obs) is not dict and not isinstance(obs, Mapping):
             return obs
+        every = self.direct_uids.issubset(requested)
+        slots_of = self.slots.get
         marked = {}
         for agent, value in obs.items():
-            slots = self.slots.get(agent) if type(agent) in (str, int) else None
-            if slots is None or not slots.observation or any(
-                    uid not in requested for uid, _ in slots.observation):
+            slots = slots_of(agent) if type(agent) in (str, int) else None
+            if slots is None or not slots.observation or (not every and any(
+                    uid not in requested for uid, _ in slots.observation)):
                 marked[agent] = value
                 continue
             parts: list[Any] = []
-            if slots.flat:
-                if not slots.observation[0][1].fits(value):
-                    marked[agent] = value
-                    continue
-                parts.append(value)
-                skeleton: Any = IN_TENSORS
-            else:
-                try:
-                    skeleton = _skeleton(value, slots.space, iter(slots.observation), parts)
-                except _NoFit:
-                    marked[agent] = value
-                    continue
-            for (uid, leaf), part in zip(slots.observation, parts):
-                pack(part, leaf.wire, leaf.shape, observations[uid])
+            try:
+                skeleton = slots.split(value, parts)
+            except _NoFit:
+                marked[agent] = value
+                continue
+            for uid, leaf, part in parts:
+                leaf.put(part, observations[uid])
             marked[agent] = skeleton
         return marked
 
@@ -253,13 +258,12 @@ class Layout:
         """Return the observation dict that :meth:`put_observations` split (client side)."""
         if type(marked) is not dict:
             return marked
+        slots_of = self.slots.get
         for agent, value in marked.items():
-            if value is IN_TENSORS:  # a flat space: one tensor
-                uid, leaf = self.slots[agent].observation[0]
-                marked[agent] = unpack(observations[uid], leaf)
-            elif type(value) in (dict, tuple) and _has_tensors(value):
-                slots = self.slots[agent]
-                marked[agent] = _filled(value, slots.space, iter(slots.observation), observations)
+            if value is IN_TENSORS or type(value) in (dict, tuple):
+                slots = slots_of(agent)
+                if slots is not None:
+                    marked[agent] = slots.fill(value, observations)
         return marked
 
 
@@ -267,44 +271,54 @@ class _NoFit(Exception):
     """An observation that does not travel in tensors exactly."""
 
 
-def _skeleton(value: Any, space: gym.Space, leaves: Any, parts: list[Any]) -> Any:
-    """``value`` with each leaf replaced by IN_TENSORS; the leaves go to ``parts`` in space order.
+def _plan(space: gym.Space, leaves: Iterator[tuple[int, Leaf]]) -> tuple[Split, Fill]:
+    """Compile the walk of ``space``'s values: its ``split`` and ``fill`` (see ``AgentSlots``),
+    taking its leaves from ``leaves`` in space order.
 
-    ``leaves`` iterates the space's leaves in space order.
+    A Dict's skeleton keeps the value's key order; its leaves are found by key.
     """
     if isinstance(space, gym.spaces.Dict):
-        if type(value) is not dict or value.keys() != space.spaces.keys():
-            raise _NoFit
-        inner = {key: _skeleton(value[key], sub, leaves, parts) for key, sub in space.spaces.items()}
-        return {key: inner[key] for key in value}  # the env's key order
+        plans = {key: _plan(sub, leaves) for key, sub in space.spaces.items()}
+        keys = space.spaces.keys()
+        splits = {key: plan[0] for key, plan in plans.items()}
+        fills = {key: plan[1] for key, plan in plans.items()}
+
+        def split_dict(value: Any, parts: list) -> Any:
+            if type(value) is not dict or value.keys() != keys:
+                raise _NoFit
+            return {key: splits[key](item, parts) for key, item in value.items()}
+
+        def fill_dict(skeleton: Any, observations: Any) -> Any:
+            if type(skeleton) is not dict or skeleton.keys() != keys:
+                return skeleton  # no skeleton: a value that travelled as JSON
+            return {key: fills[key](item, observations) for key, item in skeleton.items()}
+
+        return split_dict, fill_dict
     if isinstance(space, gym.spaces.Tuple):
-        if type(value) is not tuple or len(value) != len(space.spaces):
-            raise _NoFit
-        return tuple(_skeleton(v, sub, leaves, parts) for v, sub in zip(value, space.spaces))
-    _, leaf = next(leaves)
-    if not leaf.fits(value):
-        raise _NoFit
-    parts.append(value)
-    return IN_TENSORS
+        items = [_plan(sub, leaves) for sub in space.spaces]
+        size = len(items)
 
+        def split_tuple(value: Any, parts: list) -> Any:
+            if type(value) is not tuple or len(value) != size:
+                raise _NoFit
+            return tuple([plan[0](item, parts) for plan, item in zip(items, value)])
 
-def _has_tensors(value: Any) -> bool:
-    if value is IN_TENSORS:
-        return True
-    if type(value) is dict:
-        return any(_has_tensors(v) for v in value.values())
-    if type(value) is tuple:
-        return any(_has_tensors(v) for v in value)
-    return False
+        def fill_tuple(skeleton: Any, observations: Any) -> Any:
+            if type(skeleton) is not tuple or len(skeleton) != size:
+                return skeleton
+            return tuple([plan[1](item, observations) for plan, item in zip(items, skeleton)])
 
-
-def _filled(skeleton: Any, space: gym.Space, leaves: Any, observations: Any) -> Any:
-    """Put the leaf values back into a skeleton, taking the leaves in space order."""
-    if isinstance(space, gym.spaces.Dict):
-        filled = {key: _filled(skeleton[key], sub, leaves, observations)
-                  for key, sub in space.spaces.items()}
-        return {key: filled[key] for key in skeleton}
-    if isinstance(space, gym.spaces.Tuple):
-        return tuple(_filled(v, sub, leaves, observations) for v, sub in zip(skeleton, space.spaces))
+        return split_tuple, fill_tuple
     uid, leaf = next(leaves)
-    return unpack(observations[uid], leaf)
+    fits, read = leaf.fits, leaf.read
+
+    def split_leaf(value: Any, parts: list) -> Any:
+        if not fits(value):
+            raise _NoFit
+        parts.append((uid, leaf, value))
+        return IN_TENSORS
+
+    def fill_leaf(skeleton: Any, observations: Any) -> Any:
+        return read(observations[uid]) if skeleton is IN_TENSORS else skeleton
+
+    return split_leaf, fill_leaf

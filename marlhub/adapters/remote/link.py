@@ -115,6 +115,7 @@ class Link:
         self.broken: Optional[str] = None
         self._expired = False
         self._deadline_lock = threading.Lock()
+        self._rpc_error = grpc.RpcError
         options = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
         credentials = channel_credentials(tls_root)
         self._channel = grpc.insecure_channel(grpc_target(address), options=options) \
@@ -172,11 +173,10 @@ class Link:
         return [self._answer(call) for call, _ in requests]
 
     def _answer(self, call: str) -> Any:
-        grpc = _grpc()
         self.deadline = time.monotonic() + self.timeout
         try:
             response = next(self._stream)
-        except grpc.RpcError as exc:
+        except self._rpc_error as exc:
             raise self._lost(call, exc) from None
         except StopIteration:
             raise self._lost(call, None) from None

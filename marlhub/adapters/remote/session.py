@@ -80,6 +80,13 @@ def read_settings(call: str, settings: Any, accepted: tuple[str, ...]) -> dict[s
 
 
 def _seed_and_options(call: str, settings: Any) -> tuple[Any, Any]:
+    if not settings:
+        return None, None
+    if len(settings) == 1 and "seed" in settings:  # marlhub's client: one int64, no numpy
+        tensor = settings["seed"]
+        if tensor.WhichOneof("payload") == "int64s" and not tensor.shape \
+                and len(tensor.int64s.array) == 1:
+            return int(tensor.int64s.array[0]), None
     values = read_settings(call, settings, ("seed", "seed_json", "options"))
     seed: Any = None
     if "seed" in values:
@@ -126,11 +133,11 @@ class Session:
         response = dm_env_rpc_pb2.EnvironmentResponse()
         kind = request.WhichOneof("payload")
         try:
-            handler = getattr(self, f"_{kind}", None) if kind in _REQUESTS else None
+            handler = _HANDLERS.get(kind)
             if handler is None:
                 raise RemoteRequestError("request", "the EnvironmentRequest has no payload this "
                                          "server knows", code="INVALID_ARGUMENT")
-            handler(getattr(request, kind), response)
+            handler(self, getattr(request, kind), response)
         except Exception as exc:  # every failure is an answer, never a broken stream
             response.Clear()
             response.error.CopyFrom(status_of(exc))
@@ -353,3 +360,7 @@ class Session:
             with world.lock:
                 world.leave(inbox)
         self.host.release(self.name)
+
+
+#: Request kind -> the Session method that answers it.
+_HANDLERS = {kind: getattr(Session, f"_{kind}") for kind in _REQUESTS}

@@ -33,8 +33,8 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -67,6 +67,7 @@ FIELD_DTYPES["strings"] = np.dtype(np.str_)
 WIDER = {np.dtype(np.int16): np.dtype(np.int32), np.dtype(np.uint16): np.dtype(np.uint32),
          np.dtype(np.float16): np.dtype(np.float32)}
 _BYTES_FIELDS = frozenset({"int8s", "uint8s"})
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 def wire_dtype(dtype: Any) -> np.dtype:
@@ -95,6 +96,9 @@ class Leaf:
         wire: the dtype on the wire.
         shape: the values' shape.
         payload: the ``Tensor`` payload field that carries it (``"floats"``...).
+        put: ``put(value, tensor)`` fills an empty ``Tensor`` with a value that
+            :meth:`fits`, as :func:`pack` would, with the work of finding how done once.
+        read: ``read(tensor)`` returns what :func:`unpack` does.
     """
 
     path: tuple[Any, ...]
@@ -105,17 +109,27 @@ class Leaf:
     wire: np.dtype
     shape: tuple[int, ...]
     payload: str = ""
+    put: Callable[[Any, Any], None] = field(init=False, repr=False, compare=False)
+    read: Callable[[Any], Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "put", _putter(self))
+        object.__setattr__(self, "read", _reader(self))
 
     def fits(self, value: Any) -> bool:
         """Tell whether ``value`` travels as this tensor and comes back identical.
 
-        Arrays of exactly the leaf's dtype and shape, Python ints for Discrete and
-        Python strings for Text do; anything else travels as JSON (see ``codec``).
+        Arrays of exactly the leaf's dtype and shape, Python ints in the int64 range
+        for Discrete and Python strings for Text do; anything else travels as JSON
+        (see ``codec``).
         """
         if self.kind == "array":
-            return type(value) is np.ndarray and value.dtype == self.dtype and value.shape == self.shape
+            if type(value) is not np.ndarray:
+                return False
+            dtype = value.dtype
+            return (dtype is self.dtype or dtype == self.dtype) and value.shape == self.shape
         if self.kind == "discrete":
-            return type(value) is int
+            return type(value) is int and _INT64[0] <= value <= _INT64[1]
         return type(value) is str
 
     def get(self, value: Any) -> Any:
@@ -225,17 +239,50 @@ def unpack(tensor: Any, leaf: Leaf) -> Any:
     The tensor is trusted to have the leaf's wire type and exact shape (a
     server reads what clients send with :func:`read_sent` instead).
     """
-    if leaf.kind == "text":
-        return str(tensor.strings.array[0])
-    payload = getattr(tensor, leaf.payload).array
-    if leaf.payload in _BYTES_FIELDS:
-        flat = np.frombuffer(payload, dtype=leaf.wire).copy()
-    else:
-        flat = np.fromiter(payload, dtype=leaf.wire, count=len(payload))
+    return leaf.read(tensor)
+
+
+def _putter(leaf: Leaf) -> Callable[[Any, Any], None]:
+    """``Leaf.put``: the few protobuf calls that fill a tensor with a value that fits."""
+    name, shape, wire = leaf.payload, leaf.shape, leaf.wire
     if leaf.kind == "discrete":
-        return int(flat[0])
-    array = flat.reshape(leaf.shape)
-    return array if leaf.wire == leaf.dtype else array.astype(leaf.dtype)
+        return lambda value, tensor: getattr(tensor, name).array.append(value)
+    if leaf.kind == "text":
+        return lambda value, tensor: tensor.strings.array.append(value)
+    same, empty = wire == leaf.dtype, int(np.prod(shape)) == 0
+
+    def put(value: Any, tensor: Any) -> None:
+        tensor.shape.extend(shape)
+        payload = getattr(tensor, name)
+        array = value if same else value.astype(wire)
+        if name in _BYTES_FIELDS:  # raw bytes on the wire: one copy, no Python numbers
+            payload.array = array.tobytes()
+        else:
+            payload.array.extend(array.ravel().tolist())
+        if empty:
+            payload.SetInParent()  # an empty array still names its type
+
+    return put
+
+
+def _reader(leaf: Leaf) -> Callable[[Any], Any]:
+    """``Leaf.read``: a tensor of the leaf's wire type and shape back to the leaf's value."""
+    name, shape, wire, dtype = leaf.payload, leaf.shape, leaf.wire, leaf.dtype
+    if leaf.kind == "text":
+        return lambda tensor: str(tensor.strings.array[0])
+    if leaf.kind == "discrete":
+        return lambda tensor: int(getattr(tensor, name).array[0])
+    same = wire == dtype
+
+    def read(tensor: Any) -> Any:
+        values = getattr(tensor, name).array
+        if name in _BYTES_FIELDS:
+            array = np.frombuffer(values, dtype=wire).reshape(shape)
+            return array.copy() if same else array.astype(dtype)
+        array = np.fromiter(values, dtype=wire, count=len(values)).reshape(shape)
+        return array if same else array.astype(dtype)
+
+    return read
 
 
 def coerce(value: Any, leaf: Leaf) -> np.ndarray:

@@ -63,9 +63,11 @@ class Transition:
     @property
     def over(self) -> bool:
         """Whether ``__all__`` is True in either done dict."""
-        if not (isinstance(self.terminateds, Mapping) and isinstance(self.truncateds, Mapping)):
+        terminateds, truncateds = self.terminateds, self.truncateds
+        if not ((type(terminateds) is dict or isinstance(terminateds, Mapping))
+                and (type(truncateds) is dict or isinstance(truncateds, Mapping))):
             return False
-        return episode_over(self.terminateds, self.truncateds)
+        return episode_over(terminateds, truncateds)
 
 
 @dataclass
@@ -259,10 +261,13 @@ class World:
         self.generation += 1
         self.buffer = {}
         self._actors = None
+        waiting = False
         for inbox in self.inboxes:
             if not inbox.direct:  # a direct connection reads the transition itself
                 inbox.absorb(transition, new_episode=new_episode)
-        self.lock.notify_all()
+                waiting = True
+        if waiting:  # only connections that are not direct wait for the world
+            self.lock.notify_all()
 
     def mask_of(self, agent: Any) -> Any:
         """The agent's action mask from its last observation or info (None without one)."""

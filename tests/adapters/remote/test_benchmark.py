@@ -23,9 +23,13 @@ def test_the_benchmark_prints_both_tables_and_writes_json(tmp_path: Path) -> Non
         capture_output=True, text=True, timeout=300)
     assert run.returncode in (0, 1), run.stderr  # 1: the goal missed on a loaded machine
     assert "us added per call" in run.stdout and "calls per second" in run.stdout
+    assert "a bare grpcio unary echo of the same size" in run.stdout
     measured = json.loads(out.read_text())
     assert set(measured["us_per_call"]["kuhn_poker"]) == {"local", "remote", "added", "round trip",
-                                                          "grpc echo"}
+                                                          "grpc echo", "unary echo",
+                                                          "added / unary"}
+    request, answer = measured["step_bytes"]["kuhn_poker"]
+    assert 0 < request < answer  # the unary echo is sized as a kuhn_poker step
     assert "1 clients, server of 1 process" in measured["calls_per_second"]
     # The tables the docs' performance page reads: one per case, and the clients'.
     titles = [table["title"] for table in measured["tables"]]

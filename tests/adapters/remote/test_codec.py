@@ -92,6 +92,42 @@ def test_spaces_are_described_rebuilt_and_their_samples_travel_as_tensors(space:
         assert spec.name.startswith("a.observation")
 
 
+@pytest.mark.parametrize("space", SPACES, ids=[type(s).__name__ for s in SPACES])
+def test_a_leaf_put_makes_the_tensor_pack_makes(space: gym.Space) -> None:
+    space.seed(1)
+    sample = space.sample()
+    for leaf in leaves_of(space):
+        part = leaf.get(sample)
+        part = int(part) if leaf.kind == "discrete" else part
+        assert leaf.fits(part)
+        put = dm_env_rpc_pb2.Tensor()
+        leaf.put(part, put)
+        assert put.SerializeToString() == pack(part, leaf.wire, leaf.shape).SerializeToString()
+        assert why_different(leaf.read(put), part) is None
+
+
+def test_observations_travel_exactly_in_tensors_or_whole() -> None:
+    spaces = {"d": gym.spaces.Discrete(3), "box": gym.spaces.Box(0, 1, (2,), np.float16),
+              "dict": SPACES[-2], "tuple": SPACES[-1], "text": gym.spaces.Text(4)}
+    layout = Layout(list(spaces), spaces, {a: gym.spaces.Discrete(2) for a in spaces})
+    requested = set(layout.observation_uids())
+    fitting = {"tuple": (1, (2,)), "dict": {"obs": np.zeros(2, np.float32),  # the env's key order
+                                            "mask": np.ones(3, np.int8)},
+               "d": 2, "box": np.ones(2, np.float16), "text": "ab"}
+    odd = {"d": 2**70, "box": [0.5, 0.5], "dict": {"obs": 1}, "tuple": [1, [2]], "text": None,
+           "nobody": 1}
+    leaves = sum(len(slots.observation) for slots in layout.slots.values())
+    for obs, in_tensors in ((fitting, leaves), (odd, 0)):
+        response = dm_env_rpc_pb2.StepResponse()
+        marked = layout.put_observations(obs, response.observations, requested)
+        assert len(response.observations) == in_tensors
+        document = codec.dumps(marked)
+        sent = dm_env_rpc_pb2.StepResponse.FromString(response.SerializeToString())
+        back = layout.take_observations(codec.loads(document), sent.observations)
+        assert why_different(back, obs) is None and list(back) == list(obs)
+        assert list(back["dict"]) == list(obs["dict"])  # type: ignore[call-overload]
+
+
 @pytest.mark.parametrize("space", [gym.spaces.Graph(gym.spaces.Discrete(2), None),
                                    gym.spaces.Sequence(gym.spaces.Discrete(2)),
                                    gym.spaces.OneOf([gym.spaces.Discrete(2), gym.spaces.Discrete(3)]),
