@@ -93,6 +93,17 @@ value: RLlib raises without it (EP:543-548). That holds when ``__all__`` truncat
 agents that are waiting for their turn too. Fix: put every such agent's last
 observation in the obs dict of the truncating step.
 """,
+    "done.final_obs": """
+RLlib's sampler cuts episodes into chunks at its sample boundaries. An agent that
+acted and ends without a final observation keeps its last transition open in the
+chunk before, where RLlib's stand-in (the last observation again, EP:556, 600) is no
+longer at hand: the transition and its reward vanish without an error (marlhub's own
+tic-tac-toe lost every winner's +5 that way). An agent paid at the end without ever
+having an observation is no part of RLlib's episode at all. Fix: put every such
+agent's final observation in the obs dict of the step that ends it, the winner's
+too. ``to_rllib`` repairs what it can (:mod:`marlhub.adapters.rllib.carry`);
+``marlhub check ID --targets rllib`` runs RLlib's own sampler to prove it.
+""",
     "reward.present": """
 An agent that acted and gets an observation must have a reward entry: RLlib raises
 otherwise (EP:483-488). Fix: ``rewards[agent] = 0.0`` when there is nothing to give.

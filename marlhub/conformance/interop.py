@@ -4,7 +4,10 @@
 runs that library's own checker: PettingZoo's ``api_test`` and ``seed_test``
 (AEC) or ``parallel_api_test``; ``pyspiel.random_sim_test``; Gymnasium's
 ``check_env`` on each agent's view (and the joint view of a simultaneous env);
-RLlib's ``check_multiagent_environments``; TorchRL's ``check_env_specs`` on
+RLlib's ``check_multiagent_environments``, then RLlib's own sampler
+(``MultiAgentEnvRunner``, local) with a sample boundary after every step, whose
+episodes must hold every reward the hub env paid
+(:mod:`~marlhub.conformance.rllib_sampler`); TorchRL's ``check_env_specs`` on
 :func:`~marlhub.adapters.torchrl.to_torchrl`. Each also takes a round trip hub -> target -> hub
 and requires every agent's return and action count to be unchanged
 (:mod:`~marlhub.conformance.roundtrip`).
@@ -33,11 +36,12 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Optional
 
 from marlhub.adapters.apis import api_named
 from marlhub.backends import import_backend
 from marlhub.conformance.profile import EnvProfile
+from marlhub.conformance.rllib_sampler import compare_rllib_sampler
 from marlhub.conformance.roundtrip import compare_round_trip
 from marlhub.errors import ConfigError, MissingDependencyError
 
@@ -49,6 +53,11 @@ TARGET_NAMES = ("pettingzoo.aec", "pettingzoo.parallel", "openspiel", "gymnasium
 
 Status = Literal["pass", "fail", "refused", "skipped", "known-fault"]
 _short_names = itertools.count()
+#: Env steps RLlib's own sampler takes on the converted env, one per ``sample()`` call,
+#: within a time budget (a game that is slow to step, such as a bridge deal scored by a
+#: double-dummy solver, has the episodes that end within it compared).
+RLLIB_SAMPLER_STEPS = 300
+RLLIB_SAMPLER_SECONDS = 30.0
 
 
 @dataclass
@@ -123,8 +132,8 @@ def _one(target: str, make_env: Callable[[], Any], profile: EnvProfile,
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")  # the checkers' advice is not their verdict
-            _CHECKERS[target](make_env, profile, seed)
-            mismatch = compare_round_trip(target, make_env, seed=seed)
+            mismatch = (_CHECKERS[target](make_env, profile, seed)
+                        or compare_round_trip(target, make_env, seed=seed))
     except MissingDependencyError as exc:
         return TargetResult(target, "skipped", f"needs pip install 'marlhub[{exc.extra}]'",
                             time.perf_counter() - start)
@@ -177,11 +186,13 @@ def _gymnasium(make_env: Callable[[], Any], profile: EnvProfile, seed: int) -> N
         check_env(to_gymnasium(make_env(), joint=True), skip_render_check=True)
 
 
-def _rllib(make_env: Callable[[], Any], profile: EnvProfile, seed: int) -> None:
+def _rllib(make_env: Callable[[], Any], profile: EnvProfile, seed: int) -> Optional[str]:
     from marlhub.adapters.rllib import to_rllib
 
     checks = _backend("rllib", "ray.rllib.utils.pre_checks.env")
     checks.check_multiagent_environments(to_rllib(make_env()))
+    return compare_rllib_sampler(make_env, seed=seed, steps=RLLIB_SAMPLER_STEPS,
+                                 max_seconds=RLLIB_SAMPLER_SECONDS)
 
 
 def _torchrl(make_env: Callable[[], Any], profile: EnvProfile, seed: int) -> None:
@@ -191,7 +202,7 @@ def _torchrl(make_env: Callable[[], Any], profile: EnvProfile, seed: int) -> Non
     utils.check_env_specs(to_torchrl(make_env()), seed=seed)
 
 
-_CHECKERS: dict[str, Callable[[Callable[[], Any], EnvProfile, int], None]] = {
+_CHECKERS: dict[str, Callable[[Callable[[], Any], EnvProfile, int], Optional[str]]] = {
     "pettingzoo.aec": _pettingzoo_aec,
     "pettingzoo.parallel": _pettingzoo_parallel,
     "openspiel": _openspiel,

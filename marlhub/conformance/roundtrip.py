@@ -62,7 +62,9 @@ def _via_gymnasium(make_env: Callable[[], Any], seed: int) -> Any:
 def _via_rllib(make_env: Callable[[], Any], seed: int) -> Any:
     from marlhub.adapters.rllib import RLlibEnv, to_rllib
 
-    return RLlibEnv(to_rllib(make_env()))
+    # The steps as the hub env gives them: carried rewards add a step to act on for an agent
+    # paid without acting, which RLlib's own sampler check (rllib_sampler) covers.
+    return RLlibEnv(to_rllib(make_env(), carry_rewards=False))
 
 
 #: Target -> builder of the round trip env (None where no round trip is defined).

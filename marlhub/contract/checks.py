@@ -1,7 +1,8 @@
 """One function per rule, each judging one transition (a reset or a step) of an episode.
 
-The driver records what a call returned in a :class:`Transition`, together
-with what it knows of the episode so far, and hands it to every function in
+The driver records what a call returned in a :class:`Transition`
+(:mod:`marlhub.contract.transition`), together with what it knows of the
+episode so far, and hands it to every function in
 :data:`TRANSITION_CHECKS`. A function returns the :class:`Issue` it sees (a
 message, the agent concerned, and a severity when it differs from the rule's
 default); the driver turns issues into findings with their location and
@@ -28,15 +29,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from marlhub.contract import rules
+from marlhub.contract.transition import Issue, SpaceCache, Transition
 from marlhub.core import ALL, COMMON
-from marlhub.episode.status import actors_of, done_agents, episode_over, flag, truthy
+from marlhub.episode.status import truthy
 from marlhub.spaces import (
     ACTION_MASK_KEY,
     raw_action_mask,
@@ -52,114 +53,6 @@ __all__ = [
 ]
 
 _REAL = (int, float, np.integer, np.floating)
-
-
-@dataclass
-class Issue:
-    """What one check saw wrong in one transition.
-
-    Attributes:
-        message: the house-style message (what, actual value, expected, fix).
-        agent: the agent concerned, when one is.
-        severity: overrides the rule's default severity when not None.
-    """
-
-    message: str
-    agent: Any = None
-    severity: Optional[rules.Severity] = None
-
-
-@dataclass
-class Transition:
-    """One reset or step, with what the driver knows of the episode around it.
-
-    Attributes:
-        kind: ``"reset"`` or ``"step"``.
-        index: 0 for the reset, k for the k-th step.
-        obs, rewards, terminateds, truncateds, infos: what the call returned
-            (rewards and done dicts are empty for a reset).
-        actions: the action dict sent (empty for a reset).
-        possible_agents: ``possible_agents`` when the episode began.
-        possible_now: ``possible_agents`` after this call.
-        agents_before, agents_after: ``env.agents`` around the call (None when unreadable).
-        appeared: agents that had an observation earlier in the episode.
-        done_before: agents that were done before this call.
-    """
-
-    kind: str
-    index: int
-    obs: Mapping[Any, Any]
-    infos: Mapping[Any, Any]
-    possible_agents: list[Any]
-    possible_now: list[Any]
-    agents_before: Optional[list[Any]]
-    agents_after: Optional[list[Any]]
-    appeared: frozenset[Any]
-    done_before: frozenset[Any]
-    rewards: Mapping[Any, Any] = field(default_factory=dict)
-    terminateds: Mapping[Any, Any] = field(default_factory=dict)
-    truncateds: Mapping[Any, Any] = field(default_factory=dict)
-    actions: Mapping[Any, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_step(cls, **fields: Any) -> "Transition":
-        """Build the transition of a step from keyword fields."""
-        return cls(kind="step", **fields)
-
-    @property
-    def terminated_all(self) -> bool:
-        """Whether ``__all__`` is True in terminateds."""
-        return flag(self.terminateds, ALL)
-
-    @property
-    def truncated_all(self) -> bool:
-        """Whether ``__all__`` is True in truncateds."""
-        return flag(self.truncateds, ALL)
-
-    @property
-    def over(self) -> bool:
-        """Whether this call ended the episode."""
-        return episode_over(self.terminateds, self.truncateds)
-
-    @property
-    def done_now(self) -> set[Any]:
-        """Agents flagged terminated or truncated in this call."""
-        return done_agents(self.terminateds, self.truncateds)
-
-    @property
-    def actors(self) -> list[Any]:
-        """Agents in the obs dict that are not done in it: they act next."""
-        return actors_of(self.obs, self.terminateds, self.truncateds)
-
-
-class SpaceCache:
-    """The env's per-agent spaces, looked up once per agent.
-
-    A lookup that raises is remembered as None; ``space.defined`` reports it.
-    """
-
-    def __init__(self, env: Any) -> None:
-        self.env = env
-        self._obs: dict[Any, Any] = {}
-        self._act: dict[Any, Any] = {}
-
-    def observation_space(self, agent: Any) -> Any:
-        """Return the agent's observation space, or None when it cannot be had."""
-        if agent not in self._obs:
-            self._obs[agent] = self._look_up("get_observation_space", agent)
-        return self._obs[agent]
-
-    def action_space(self, agent: Any) -> Any:
-        """Return the agent's action space, or None when it cannot be had."""
-        if agent not in self._act:
-            self._act[agent] = self._look_up("get_action_space", agent)
-        return self._act[agent]
-
-    def _look_up(self, getter: str, agent: Any) -> Any:
-        try:
-            return getattr(self.env, getter)(agent)
-        except Exception:
-            return None
 
 
 # -- the checks, one per rule ------------------------------------------------------
@@ -362,6 +255,59 @@ def check_truncation_has_obs(t: Transition, spaces: Any) -> list[Issue]:
     return issues
 
 
+def check_final_obs(t: Transition, spaces: Any) -> list[Issue]:
+    """done.final_obs: an agent that acted, or is paid, gets its final obs when it ends.
+
+    RLlib's sampler cuts an episode into chunks at its sample boundaries; an
+    agent that ends without a final observation in a later chunk than its last
+    one loses its last transition and reward without an error, and an agent
+    paid before its first observation is no part of RLlib's episode at all.
+    Truncated agents that acted are ``done.truncation_has_obs``'s.
+    """
+    if t.kind == "reset":
+        return []
+    live = [a for a in dict.fromkeys([*t.appeared, *t.actions]) if a not in t.done_before]
+    ending = dict.fromkeys(t.done_now)
+    if t.over:
+        ending.update(dict.fromkeys(live))
+        # Paid agents that take part (reward.any_agent reports the others).
+        taking_part = set(t.agents_before or ()) | set(t.agents_after or ()) | t.done_now
+        ending.update(dict.fromkeys(a for a in t.rewards
+                                    if a in taking_part and a not in t.done_before))
+    issues = []
+    for agent in ending:
+        if agent in t.obs:
+            continue
+        acted = agent in t.actions or agent in t.appeared
+        truncated = truthy(t.truncateds.get(agent, False)) or (
+            t.truncated_all and not t.terminated_all
+            and not truthy(t.terminateds.get(agent, False))
+        )
+        if acted and truncated:
+            continue  # done.truncation_has_obs
+        paid = _nonzero(t.rewards.get(agent, 0.0))
+        if not (acted or paid):
+            continue
+        how = (f"is paid {t.rewards[agent]!r} in this step" if paid else "")
+        how = (f"acted{' and ' + how if how else ''}" if acted
+               else f"{how} without having acted in the episode")
+        issues.append(Issue(
+            f"{agent!r} {how}, and its episode ends in this step, but it gets no final "
+            "observation; RLlib's sampler then loses its last transition and reward when a "
+            "sample ends inside the episode. Put the agent's final obs in the obs dict of the "
+            "step that ends it.",
+            agent=agent,
+        ))
+    return issues
+
+
+def _nonzero(reward: Any) -> bool:
+    try:
+        return bool(np.any(np.asarray(reward, dtype=float) != 0.0))
+    except (TypeError, ValueError):
+        return True  # reward.scalar reports it
+
+
 def check_reward_present(t: Transition, spaces: Any) -> list[Issue]:
     """reward.present: an agent that acted and gets an obs has a reward entry."""
     return [
@@ -482,6 +428,7 @@ TRANSITION_CHECKS: list[tuple[str, Callable[[Transition, Any], Iterable[Issue]]]
     (rules.DONE_ALL_CONSISTENT, check_all_consistent),
     (rules.DONE_FINAL, check_done_final),
     (rules.DONE_TRUNCATION_HAS_OBS, check_truncation_has_obs),
+    (rules.DONE_FINAL_OBS, check_final_obs),
     (rules.REWARD_PRESENT, check_reward_present),
     (rules.REWARD_SCALAR, check_reward_scalar),
     (rules.REWARD_ANY_AGENT, check_reward_any_agent),

@@ -24,6 +24,7 @@ __all__ = [
     "DONE_ALL_CONSISTENT",
     "DONE_ALL_PRESENT",
     "DONE_FINAL",
+    "DONE_FINAL_OBS",
     "DONE_FLAGS_BOOL",
     "DONE_TIME_LIMIT",
     "DONE_TRUNCATION_HAS_OBS",
@@ -84,6 +85,7 @@ DONE_FLAGS_BOOL = "done.flags_bool"
 DONE_ALL_CONSISTENT = "done.all_consistent"
 DONE_FINAL = "done.final"
 DONE_TRUNCATION_HAS_OBS = "done.truncation_has_obs"
+DONE_FINAL_OBS = "done.final_obs"
 REWARD_PRESENT = "reward.present"
 REWARD_SCALAR = "reward.scalar"
 REWARD_ANY_AGENT = "reward.any_agent"
@@ -172,6 +174,12 @@ _TABLE: list[tuple[str, Severity, str]] = [
     (DONE_TRUNCATION_HAS_OBS, "error",
      "an agent that acted and is truncated (directly or by __all__, also while it waits for "
      "its turn) gets its last obs in that step"),
+    # RLlib's sampler cuts episodes into chunks; an agent whose episode ends without a final
+    # observation keeps its last transition in the chunk before and loses it with its reward.
+    (DONE_FINAL_OBS, "error",
+     "an agent that acted in the episode and is terminated (directly or by __all__), or that "
+     "is paid in the step that ends it, gets its final obs in that step (a truncated agent "
+     "that acted: done.truncation_has_obs)"),
     (REWARD_PRESENT, "error",
      "an agent that acted and gets an obs has a reward entry (0 allowed)"),
     (REWARD_SCALAR, "error", "rewards are finite real scalars, not bool"),

@@ -22,8 +22,11 @@ Where this differs from the docs' code:
   ``ResetNeededError`` before reset or after the end; the whole action dict is
   checked first (``ActionError``, env unchanged);
 * optional config ``max_steps`` (default None: no limit, as in the docs) ends
-  the episode with ``__all__`` truncated; both players then get their last
-  observation (rule ``done.truncation_has_obs``: the mover has acted);
+  the episode with ``__all__`` truncated;
+* when the episode ends (a win, a full board or ``max_steps``) both players get
+  their final observation, the mover too (rules ``done.final_obs`` and
+  ``done.truncation_has_obs``): without it RLlib's sampler loses the winner's
+  last move and its +5 when a sample ends inside the episode;
 * a global state for centralised critics: ``state()`` is the board and whose
   turn it is (1 player1, -1 player2, 0 before reset), in ``state_space``,
   ``Box(-1, 1, (10,), float32)``.
@@ -162,7 +165,7 @@ class TicTacToe(MultiAgentEnv):
             not terminated and self.max_steps is not None and self.num_steps >= self.max_steps
         )
         observations: MultiAgentDict = {opponent: self._obs()}
-        if truncated:
+        if terminated or truncated:
             observations[mover] = self._obs()
         if terminated or truncated:
             self.agents = []

@@ -202,6 +202,38 @@ class TruncatesWithoutObs(Duel):
         return obs, rew, term, trunc, info
 
 
+class WinnerWithoutFinalObs(Duel):
+    """Ends with a final obs for 'b' only, though 'a' acted in that step and is paid (the
+    first marlhub tic-tac-toe: RLlib's sampler lost the winner's last move and reward)."""
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        if term["__all__"]:
+            return {"b": obs["b"]}, rew, term, trunc, info
+        return obs, rew, term, trunc, info
+
+
+class PaysAWatcherWithoutObs(Duel):
+    """'c' takes part (it is in agents and paid every step) but never acts, and gets no final
+    obs (a poker player whose opponents all fold before its turn)."""
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        self.possible_agents = ["a", "b", "c"]
+        self.observation_spaces["c"] = self.observation_spaces["a"]
+        self.action_spaces["c"] = self.action_spaces["a"]
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        result = super().reset(seed=seed, options=options)
+        self.agents = ["a", "b", "c"]
+        return result
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rew, term, trunc, info = super().step(action_dict)
+        obs.pop("c", None)
+        return obs, rew, term, trunc, info
+
+
 class ActorWithoutReward(Duel):
     def step(self, action_dict: dict) -> Any:
         obs, rew, term, trunc, info = super().step(action_dict)

@@ -43,6 +43,8 @@ BREAKERS: list[tuple[Any, str, dict[str, Any], Optional[str]]] = [
     (B.RewardsDeadAgent, R.DONE_FINAL, {}, None),
     (B.TruncatesWithoutObs, R.DONE_TRUNCATION_HAS_OBS, {}, None),
     (B.TruncatesWaitingAgentWithoutObs, R.DONE_TRUNCATION_HAS_OBS, {}, None),
+    (B.WinnerWithoutFinalObs, R.DONE_FINAL_OBS, {}, None),
+    (B.PaysAWatcherWithoutObs, R.DONE_FINAL_OBS, {}, None),
     (B.ActorWithoutReward, R.REWARD_PRESENT, {}, None),
     (B.BoolReward, R.REWARD_SCALAR, {}, None),
     (B.NanReward, R.REWARD_SCALAR, {}, None),
@@ -84,6 +86,8 @@ ALSO = {
     "GlobalRandomRewards": [R.SEED_GLOBAL_STATE],
     "SeedsNumpysGlobalGenerator": [R.SEED_GLOBAL_STATE],
     "SeedsPythonsRandom": [R.SEED_GLOBAL_STATE],
+    # Duel gives its final obs to the agents it lists, so the unlisted 'b' gets none.
+    "AgentsMissActor": [R.DONE_FINAL_OBS],
 }
 
 

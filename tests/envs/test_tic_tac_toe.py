@@ -84,7 +84,10 @@ def test_a_line_wins_plus_five_for_the_mover_minus_five_for_the_opponent(starter
     obs, rewards, terminateds, truncateds, infos = steps[-1]
     assert rewards == {starter: 5.0, loser: -5.0}, line
     assert terminateds == {ALL: True} and truncateds == {ALL: False}
-    assert list(obs) == [loser] and infos == {}
+    # Both get the final board, the winner too (done.final_obs: RLlib's sampler loses the
+    # winner's last move and +5 otherwise when a sample ends inside the episode).
+    assert list(obs) == [loser, starter] and infos == {}
+    np.testing.assert_array_equal(obs[starter], obs[loser])
     assert env.agents == []
 
 
@@ -105,6 +108,7 @@ def test_full_board_without_a_line_ends_with_zero():
     obs, rewards, terminateds, truncateds, _ = steps[-1]
     assert rewards == {P1: 0.0} and terminateds == {ALL: True} and truncateds == {ALL: False}
     np.testing.assert_array_equal(obs[P2], board(x=[0, 2, 3, 7, 8], o=[1, 4, 5, 6]))
+    np.testing.assert_array_equal(obs[P1], obs[P2])
 
 
 def test_without_max_steps_occupied_moves_never_end_the_game():
@@ -129,7 +133,7 @@ def test_a_win_on_the_last_allowed_step_terminates_rather_than_truncates():
     env = start_with(P1, {"max_steps": 5})
     obs, rewards, terminateds, truncateds, _ = play(env, [0, 3, 1, 4, 2])[-1]
     assert terminateds == {ALL: True} and truncateds == {ALL: False}
-    assert list(obs) == [P2]
+    assert list(obs) == [P2, P1]
 
 
 def test_step_before_reset_raises():

@@ -97,7 +97,7 @@ def is_rllib_view_of_hub(obj: Any) -> bool:
 
 
 def to_rllib(env: Any, *, check: bool = True, illegal_action: str = "terminate",
-             mask_observation: bool = False) -> Any:
+             mask_observation: bool = False, carry_rewards: bool = True) -> Any:
     """Return ``env`` as an instance of RLlib's ``MultiAgentEnv``; :func:`from_rllib` envs unwrap.
 
     Args:
@@ -116,6 +116,13 @@ def to_rllib(env: Any, *, check: bool = True, illegal_action: str = "terminate",
             Masks are copied into ``infos[agent]["action_mask"]``.
         mask_observation: observations as ``{"observations", "action_mask"}``, the
             layout of RLlib's action-masking RLModule (Discrete actions only).
+        carry_rewards: shape the steps so that RLlib's sampler keeps every reward
+            (:mod:`~marlhub.adapters.rllib.carry`): a reward paid before an agent
+            acts comes with its first transition, an agent that ends without a final
+            observation gets its last one again, and an agent paid at the end but
+            never asked to act gets one observation to act on that carries its
+            reward (its action is dropped). False shows the hub env's steps as they
+            are, and RLlib drops such rewards.
 
     Returns:
         A ``HubRLlibEnv`` (a subclass of ``ray.rllib.env.multi_agent_env.MultiAgentEnv``)
@@ -134,7 +141,8 @@ def to_rllib(env: Any, *, check: bool = True, illegal_action: str = "terminate",
     if not isinstance(env, MultiAgentEnv):
         env = to_hub(env)
     return _to_module().hub_rllib_env_class()(env, check=check, illegal_action=illegal_action,
-                                              mask_observation=mask_observation)
+                                              mask_observation=mask_observation,
+                                              carry_rewards=carry_rewards)
 
 
 def from_rllib(env: Any, *, check: bool = True) -> Any:

@@ -11,6 +11,9 @@ importing Ray (any object that quacks like an RLlib env is accepted):
   untouched;
 * ``step`` before ``reset`` or after ``__all__`` raises ``ResetNeededError``;
 * ``__all__`` missing from a done dict is filled in as False;
+* an agent that acted and is terminated (or whose episode ends) without a final
+  observation gets its last one again, as RLlib's episodes do for it (rule
+  ``done.final_obs``); RLlib's sampler loses that agent's last reward otherwise;
 * ``agents`` is kept by the wrapper: every agent that entered and is not done,
   ``[]`` once the episode is over;
 * every transition is judged against the rules whose breach makes RLlib raise
@@ -35,6 +38,7 @@ import gymnasium as gym
 
 from marlhub.adapters.rllib.guard import EpisodeGuard
 from marlhub.core import (
+    ALL,
     AgentID,
     MultiAgentDict,
     MultiAgentEnv,
@@ -48,6 +52,7 @@ from marlhub.episode.status import (
     NOT_RESET,
     done_agents,
     episode_over,
+    truthy,
     with_all,
 )
 from marlhub.errors import (
@@ -134,6 +139,7 @@ class RLlibEnv(MultiAgentEnv):
         self._over = False
         self._done: set[AgentID] = set()
         self._entered: set[AgentID] = set()
+        self._last_obs: dict[AgentID, Any] = {}
         self._masks: dict[AgentID, Any] = {}
         self.metadata = getattr(env, "metadata", self.metadata)
         self.render_mode = getattr(env, "render_mode", None)
@@ -155,6 +161,7 @@ class RLlibEnv(MultiAgentEnv):
             self._guard.on_reset(obs, infos, agents=self._native_agents())
         self._done = set()
         self._entered = set(obs)
+        self._last_obs = dict(obs)
         self._over = False
         self._after(obs, infos)
         return obs, infos
@@ -188,11 +195,29 @@ class RLlibEnv(MultiAgentEnv):
                 agents_after=self._live_after(obs, done_now, episode_over(terminateds, truncateds)),
                 possible_now=read_possible_agents(self.env),
             )
+        obs = self._with_final_obs(obs, terminateds, truncateds, done_now)
+        result = (obs, rewards, terminateds, truncateds, infos)
         self._done |= done_now
         self._entered.update(obs)
+        self._last_obs.update(obs)
         self._over = episode_over(terminateds, truncateds)
         self._after(obs, infos)
         return result  # type: ignore[return-value]
+
+    def _with_final_obs(self, obs: Mapping[Any, Any], terminateds: Mapping[Any, Any],
+                        truncateds: Mapping[Any, Any], done_now: set[AgentID]) -> Any:
+        """``obs`` with the last obs again for each agent that acted and ends terminated
+        without one (a truncated one is done.truncation_has_obs's, which the guard judges)."""
+        over = episode_over(terminateds, truncateds)
+        ending = done_now | (self._entered - self._done if over else set())
+        missing = [
+            a for a in self.possible_agents
+            if a in ending and a in self._last_obs and a not in obs and a not in self._done
+            and (truthy(terminateds.get(a, False)) or truthy(terminateds.get(ALL, False)))
+        ]
+        if not missing:
+            return obs
+        return {**obs, **{a: self._last_obs[a] for a in missing}}
 
     def _after(self, obs: Mapping[Any, Any], infos: Mapping[Any, Any]) -> None:
         self.agents = self._live_after(obs, set(), self._over)

@@ -2,8 +2,10 @@
 
 The native side is a second instance of the RLlib env, reset and stepped
 directly, as RLlib's env runners do. The adapter passes values through, so
-every dict must be the native one; the only addition the contract makes is
-``"__all__"`` in a done dict that lacks it, which must then be False.
+every dict must be the native one; the contract adds only ``"__all__"`` in a
+done dict that lacks it, which must then be False, and the last observation
+again for an agent that acted and ends terminated without one
+(``done.final_obs``).
 
 Example:
     >>> from marlhub.envs import TicTacToe
@@ -60,10 +62,12 @@ class RLlibTwin(NativeTwin):
         self.env = env
         self.sums: dict[Any, float] = {}
         self.over = False
+        self.last_obs: dict[Any, Any] = {}
 
     def reset(self, seed: Optional[int], first: Step, lock: Lockstep) -> None:
         self.sums, self.over = {}, False
         obs, infos = self.env.reset(seed=seed, options=None)
+        self.last_obs = dict(obs)
         lock.expect("observations", first.obs, obs)
         lock.expect("infos", first.infos, infos)
 
@@ -71,12 +75,19 @@ class RLlibTwin(NativeTwin):
         obs, rewards, terminateds, truncateds, infos = self.env.step(dict(step.actions or {}))
         for agent, reward in rewards.items():
             self.sums[agent] = self.sums.get(agent, 0.0) + float(reward)
-        lock.expect("observations", step.obs, obs)
+        over = bool(terminateds.get(ALL)) or bool(truncateds.get(ALL))
+        expected = dict(obs)
+        for agent in step.obs:
+            ends_terminated = bool(terminateds.get(agent) or terminateds.get(ALL))
+            if agent not in obs and agent in self.last_obs and ends_terminated:
+                expected[agent] = self.last_obs[agent]  # done.final_obs, as RLlib fills it in
+        self.last_obs.update(obs)
+        lock.expect("observations", step.obs, expected)
         lock.expect("terminateds", step.terminateds, with_all(terminateds))
         lock.expect("truncateds", step.truncateds, with_all(truncateds))
         lock.expect("infos", step.infos, infos)
         lock.expect("rewards", step.rewards, rewards, fatal=False)
-        self.over = bool(terminateds.get(ALL)) or bool(truncateds.get(ALL))
+        self.over = over
 
     def returns(self) -> Mapping[Any, float]:
         return self.sums

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import gymnasium as gym
 
+from marlhub.adapters.rllib.carry import RewardCarrier
 from marlhub.adapters.rllib.guard import EpisodeGuard
 from marlhub.adapters.rllib.masking import MaskLayout, mask_into_infos
 from marlhub.backends import mixed_into
@@ -54,6 +55,12 @@ class HubRLlibEnvMixin:
             (see :class:`~marlhub.wrappers.illegal.IllegalActionWrapper`).
         mask_observation: give observations as ``{"observations", "action_mask"}``
             for RLlib's action-masking RLModule (:mod:`~marlhub.adapters.rllib.masking`).
+        carry_rewards: shape the steps so that RLlib's episodes keep every reward
+            (:mod:`~marlhub.adapters.rllib.carry`): rewards of an agent that has not
+            acted yet come with its first transition, an agent that ends without a
+            final observation gets its last one again, and an agent paid but
+            never asked to act gets one last observation to act on (its action is
+            dropped) that carries its reward.
 
     Attributes:
         env: the hub env.
@@ -67,7 +74,7 @@ class HubRLlibEnvMixin:
 
     def __init__(self, env: Any, *, check: bool = True,
                  illegal_action: str = DEFAULT_ILLEGAL_ACTION,
-                 mask_observation: bool = False) -> None:
+                 mask_observation: bool = False, carry_rewards: bool = True) -> None:
         self.__dict__["env"] = env
         self.__dict__["_initialized"] = False
         self.__dict__["_driven"] = (env if illegal_action == "raise"
@@ -88,6 +95,7 @@ class HubRLlibEnvMixin:
         self._guard: Optional[EpisodeGuard] = (
             EpisodeGuard(type(env).__name__, possible) if check else None
         )
+        self._carrier: Optional[RewardCarrier] = RewardCarrier() if carry_rewards else None
         self.metadata = getattr(env, "metadata", self.metadata)
         self.render_mode = getattr(env, "render_mode", None)
         self._initialized = True
@@ -134,6 +142,8 @@ class HubRLlibEnvMixin:
         self._named_last = []
         if self._guard is not None:
             self._guard.on_reset(obs, infos, agents=list(self._driven.agents))
+        if self._carrier is not None:
+            self._carrier.on_reset(obs)
         return obs, infos
 
     def _present(self, obs: MultiAgentDict, infos: MultiAgentDict) -> tuple[Any, Any]:
@@ -144,27 +154,41 @@ class HubRLlibEnvMixin:
         return obs, with_masks
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # Pickles of 0.1.0 have neither: they stepped the hub env itself, unmasked.
+        # Pickles of 0.1.0 have none of these: they stepped the hub env itself, unmasked and
+        # without carrying rewards.
         state.setdefault("_driven", state["env"])
         state.setdefault("_layouts", {})
+        state.setdefault("_carrier", None)
         self.__dict__.update(state)
 
     def step(self, action_dict: MultiAgentDict) -> StepResult:
         """Step the hub env; return its ``(obs, rewards, terminateds, truncateds, infos)``."""
-        guard = self._guard
-        before = list(self._driven.agents) if guard is not None else None
-        obs, rewards, terminateds, truncateds, infos = self._driven.step(action_dict)
-        obs, infos = self._present(obs, infos)
-        result = (obs, rewards, terminateds, truncateds, infos)
+        carrier = self._carrier
+        if carrier is not None and carrier.deferred_end:
+            result = carrier.finish(action_dict)
+        else:
+            result = self._step_env(action_dict)
+            if carrier is not None:
+                result = carrier.on_step(action_dict, result)
         named: dict[AgentID, None] = {}
         for table in result:
             named.update(dict.fromkeys(table))
         named.pop(ALL, None)
         named.pop(COMMON, None)
         self._named_last = list(named)
+        return result
+
+    def _step_env(self, action_dict: MultiAgentDict) -> StepResult:
+        """Step the hub env (without the actions of agents it is done with); judge the step."""
+        guard = self._guard
+        before = list(self._driven.agents) if guard is not None else None
+        sent = action_dict if self._carrier is None else self._carrier.actions_for_env(action_dict)
+        obs, rewards, terminateds, truncateds, infos = self._driven.step(sent)
+        obs, infos = self._present(obs, infos)
+        result = (obs, rewards, terminateds, truncateds, infos)
         if guard is not None:
             guard.on_step(
-                action_dict, result, agents_before=before,
+                sent, result, agents_before=before,
                 agents_after=list(self._driven.agents),
                 possible_now=self.env.possible_agents,
             )

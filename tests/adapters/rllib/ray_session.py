@@ -1,6 +1,6 @@
 """What the tests that train with RLlib share besides the ``ray_instance`` fixture
-(``tests/conftest.py``): the policy map of a two-player game, and what one PPO
-iteration on it must show."""
+(``tests/conftest.py``): the policy map of a two-player game, what one PPO
+iteration on it must show, and the RLlib guide's PPO config for any registry id."""
 
 from __future__ import annotations
 
@@ -20,3 +20,26 @@ def assert_both_policies_learned(result: dict[str, Any], min_steps: int = 128) -
     assert runners["num_episodes_lifetime"] > 0
     assert set(runners["module_episode_returns_mean"]) == {"first", "second"}
     assert set(result["learners"]) >= {"first", "second"}
+
+
+def flattening_ppo_config(env_id: str) -> Any:
+    """The RLlib guide's PPO config for a registry id: one policy per agent, observations
+    flattened by RLlib's own ``FlattenObservations`` connector, a tiny network, local."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.connectors.env_to_module import FlattenObservations
+
+    import marlhub
+    from marlhub.registry import register_with_ray
+
+    (name,) = register_with_ray(env_id)
+    agents = marlhub.make(env_id).possible_agents
+    return (
+        PPOConfig()
+        .environment(name)
+        .multi_agent(policies=set(agents),
+                     policy_mapping_fn=lambda agent_id, episode, **kw: agent_id)
+        .env_runners(num_env_runners=0,
+                     env_to_module_connector=lambda env, spaces, device:
+                     FlattenObservations(multi_agent=True))
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+    )

@@ -19,7 +19,11 @@ pytest.importorskip("torch")
 from ray.rllib.algorithms.ppo import PPOConfig  # noqa: E402
 
 from marlhub.adapters.rllib import register_with_ray  # noqa: E402
-from tests.adapters.rllib.ray_session import assert_both_policies_learned, by_player  # noqa: E402
+from tests.adapters.rllib.ray_session import (  # noqa: E402
+    assert_both_policies_learned,
+    by_player,
+    flattening_ppo_config,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "rllib_ppo_tic_tac_toe.py"
 
@@ -54,3 +58,19 @@ def test_example_prints_per_policy_returns(
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert line.startswith("iteration 1: ")
     assert "mean return per policy: player1=" in line and ", player2=" in line
+
+
+def test_one_ppo_iteration_on_masked_dict_observations(ray_instance: None) -> None:
+    # The RLlib guide's config: RLlib's FlattenObservations connector feeds PPO's module.
+    pytest.importorskip("pyspiel")
+    config = (flattening_ppo_config("openspiel/kuhn_poker")
+              .env_runners(rollout_fragment_length=64)
+              .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+              .debugging(seed=0))
+    algo = config.build_algo()
+    try:
+        result = algo.train()
+    finally:
+        algo.stop()
+    assert result["env_runners"]["num_env_steps_sampled_lifetime"] >= 64
+    assert set(result["learners"]) >= {"player_0", "player_1"}
