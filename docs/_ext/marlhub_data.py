@@ -19,14 +19,16 @@ Escape = Callable[[Any], str]
 STATUSES = ["pass", "refused", "known-fault", "fail", "skipped"]
 #: Short forms of the target APIs for the matrix's header.
 SHORT = {"pettingzoo.aec": "AEC", "pettingzoo.parallel": "parallel", "openspiel": "OpenSpiel",
-         "gymnasium": "Gymnasium", "rllib": "RLlib", "torchrl": "TorchRL"}
+         "gymnasium": "Gymnasium", "gymnasium.tuple": "Tuple", "rllib": "RLlib",
+         "torchrl": "TorchRL"}
 #: The checker each target is proven by (marlhub.conformance.interop).
 CHECKERS = {
     "pettingzoo.aec": "PettingZoo's ``api_test`` and ``seed_test``",
     "pettingzoo.parallel": "PettingZoo's ``parallel_api_test``",
     "openspiel": "``pyspiel.random_sim_test``",
     "gymnasium": "Gymnasium's ``check_env`` (agents' views, joint view)",
-    "rllib": "RLlib's ``check_multiagent_environments``",
+    "gymnasium.tuple": "Gymnasium's ``check_env`` (the Tuple view of the team)",
+    "rllib": "RLlib's ``check_multiagent_environments`` and its ``MultiAgentEnvRunner``",
     "torchrl": "TorchRL's ``check_env_specs`` on ``to_torchrl``",
 }
 

@@ -48,8 +48,8 @@ from marlhub.errors import ConfigError, MissingDependencyError
 __all__ = ["TARGET_NAMES", "TargetResult", "check_targets", "parse_targets"]
 
 #: Every target ``--targets all`` means, in report order.
-TARGET_NAMES = ("pettingzoo.aec", "pettingzoo.parallel", "openspiel", "gymnasium", "rllib",
-                "torchrl")
+TARGET_NAMES = ("pettingzoo.aec", "pettingzoo.parallel", "openspiel", "gymnasium",
+                "gymnasium.tuple", "rllib", "torchrl")
 
 Status = Literal["pass", "fail", "refused", "skipped", "known-fault"]
 _short_names = itertools.count()
@@ -186,6 +186,14 @@ def _gymnasium(make_env: Callable[[], Any], profile: EnvProfile, seed: int) -> N
         check_env(to_gymnasium(make_env(), joint=True), skip_render_check=True)
 
 
+def _gymnasium_tuple(make_env: Callable[[], Any], profile: EnvProfile, seed: int) -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    from marlhub.adapters.gymnasium import to_gymnasium_tuple
+
+    check_env(to_gymnasium_tuple(make_env()), skip_render_check=True)
+
+
 def _rllib(make_env: Callable[[], Any], profile: EnvProfile, seed: int) -> Optional[str]:
     from marlhub.adapters.rllib import to_rllib
 
@@ -207,6 +215,7 @@ _CHECKERS: dict[str, Callable[[Callable[[], Any], EnvProfile, int], Optional[str
     "pettingzoo.parallel": _pettingzoo_parallel,
     "openspiel": _openspiel,
     "gymnasium": _gymnasium,
+    "gymnasium.tuple": _gymnasium_tuple,
     "rllib": _rllib,
     "torchrl": _torchrl,
 }

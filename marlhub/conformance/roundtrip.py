@@ -59,6 +59,13 @@ def _via_gymnasium(make_env: Callable[[], Any], seed: int) -> Any:
     return GymnasiumMultiEnv([to_gymnasium(env, agents[0])], agents)
 
 
+def _via_gymnasium_tuple(make_env: Callable[[], Any], seed: int) -> Any:
+    from marlhub.adapters.gymnasium import TupleAgentsEnv, TupleView
+
+    env = make_env()
+    return TupleAgentsEnv(TupleView(env), agent_ids=list(env.possible_agents))
+
+
 def _via_rllib(make_env: Callable[[], Any], seed: int) -> Any:
     from marlhub.adapters.rllib import RLlibEnv, to_rllib
 
@@ -73,6 +80,7 @@ ROUND_TRIPS: dict[str, Callable[[Callable[[], Any], int], Any]] = {
     "pettingzoo.parallel": _via_parallel,
     "openspiel": _via_openspiel,
     "gymnasium": _via_gymnasium,
+    "gymnasium.tuple": _via_gymnasium_tuple,
     "rllib": _via_rllib,
 }
 

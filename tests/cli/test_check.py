@@ -39,7 +39,7 @@ def test_a_config_that_is_no_json_object_is_a_usage_error(
 
 
 def test_a_glob_over_ids_expands(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", "r*", "t*", "--episodes", "2", "--quiet"]) == 0
+    assert main(["check", "ro*", "t*", "--episodes", "2", "--quiet"]) == 0
     assert capsys.readouterr().out.strip() == "3 passed, 0 failed"
 
 
