@@ -57,7 +57,7 @@ nitpicky = True
 nitpick_ignore_regex = [
     (r"py:.*", r"(gymnasium|gym|numpy|np|torch|torchrl|tensordict|ray|pyspiel|open_spiel|"
                r"pettingzoo|supersuit|vmas|mpe2|magent2|grpc|dm_env_rpc|dm_env|shimmy|"
-               r"stable_baselines3|sb3_contrib|pufferlib|skrl|tianshou|"
+               r"stable_baselines3|sb3_contrib|pufferlib|skrl|tianshou|agilerl|"
                r"argparse|dataclasses|enum|pathlib|types|concurrent|multiprocessing|"
                r"collections|typing_extensions|os|io|json|logging|subprocess|warnings|abc|"
                r"functools|contextlib|inspect|importlib|threading|socket|queue|random|"
@@ -74,7 +74,7 @@ autodoc_default_options = {"exclude-members": "__weakref__, __dict__, __module__
 # with only the `all` extra; CI installs every backend and mocks nothing.
 OPTIONAL_BACKENDS = ["ray", "torch", "torchrl", "tensordict", "vmas", "pyspiel", "open_spiel",
                      "pettingzoo", "supersuit", "mpe2", "magent2", "grpc", "dm_env_rpc",
-                     "stable_baselines3", "pufferlib", "skrl"]
+                     "stable_baselines3", "pufferlib", "skrl", "agilerl"]
 autodoc_mock_imports = [name for name in OPTIONAL_BACKENDS
                         if importlib.util.find_spec(name) is None]
 

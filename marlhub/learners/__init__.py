@@ -6,8 +6,10 @@ teams (``one_space=True``), turn-based games (masks) and agents that come and go
 included, with no SuperSuit in the way; :func:`to_pufferlib` gives PufferLib a native
 ``PufferEnv`` of the same slots, which its vector envs run; :func:`to_skrl` gives skrl's
 multi-agent learners (IPPO, MAPPO) the same slots agent by agent, every agent always there;
-:func:`to_tianshou` gives Tianshou's multi-agent learners one agent's turn per step. :class:`~marlhub.learners.slots.AgentSlots` is the
-learner-independent part: how every slot stands in every step.
+:func:`to_tianshou` gives Tianshou's multi-agent learners one agent's turn per step, and
+:func:`to_agilerl` gives AgileRL's trainers its vector env of the same slots.
+:class:`~marlhub.learners.slots.AgentSlots` is the learner-independent part: how every
+slot stands in every step.
 
 Example:
     >>> from marlhub.learners import to_sb3
@@ -35,8 +37,8 @@ from marlhub.registry.vector import env_fns_for, make_vec
 from marlhub.vector import AsyncVectorMultiAgentEnv, SyncVectorMultiAgentEnv, VectorMultiAgentEnv
 from marlhub.vector.base import SAME_STEP
 
-__all__ = ["AgentSlots", "SlotStep", "to_pufferlib", "to_sb3", "to_skrl", "to_tianshou",
-           "vector_env_for"]
+__all__ = ["AgentSlots", "SlotStep", "to_agilerl", "to_pufferlib", "to_sb3", "to_skrl",
+           "to_tianshou", "vector_env_for"]
 
 
 def vector_env_for(env: Any, num_envs: Optional[int] = None,
@@ -239,6 +241,46 @@ def to_skrl(env: Any, num_envs: Optional[int] = None, config: Optional[Mapping[s
     try:
         return module.SkrlEnv(AgentSlots(vector_env, one_space=one_space, group=group,
                                          others=others), device=device, seed=seed)
+    except BaseException:
+        if not isinstance(env, VectorMultiAgentEnv):
+            vector_env.close()
+        raise
+
+
+def to_agilerl(env: Any, num_envs: Optional[int] = None,
+               config: Optional[Mapping[str, Any]] = None, *, one_space: bool = False,
+               group: Optional[str] = None, others: Optional[Mapping[str, Policy]] = None,
+               seed: Optional[int] = None, **vector_kwargs: Any) -> Any:
+    """Return AgileRL's ``PettingZooVecEnv`` of agent slots, for any hub env.
+
+    Every agent is there at every step with ``num_envs`` rows, in the slots' treatment of
+    agents that wait, leave or join (:mod:`marlhub.learners.agilerl_env`): AgileRL's IPPO
+    trains on mixed teams (``one_space=True``) and on agents that come and go, and its
+    trainer's episode scores are the hub's returns. AgileRL 2.58 cannot take array masks:
+    on a game with masks pass ``illegal_action="substitute"``.
+
+    Args:
+        env: a registry id, a function that makes one env, or a vector env made with
+            ``autoreset_mode="same_step"`` (:func:`vector_env_for`).
+        num_envs: how many copies (rows of every agent's arrays).
+        config: the env's config, for a registry id.
+        one_space, group, others: as for :func:`to_sb3`.
+        seed: the first reset's seed when the trainer gives none.
+        vector_kwargs: the vector env's options, and ``illegal_action="substitute"`` (or
+            ``"terminate"``) for games with masks.
+
+    Raises:
+        MissingDependencyError: AgileRL is not installed.
+        VectorEnvError: the agents have several spaces and ``one_space`` is False, or a
+            space the slots cannot take.
+    """
+    module = import_backend("marlhub.learners.agilerl_env", package="agilerl",
+                            extra="learners", feature="to_agilerl()",
+                            install="pip install agilerl peft (with PettingZoo before 1.27)")
+    vector_env = vector_env_for(env, num_envs, config, caller="to_agilerl()", **vector_kwargs)
+    try:
+        return module.AgileRLVecEnv(AgentSlots(vector_env, one_space=one_space, group=group,
+                                               others=others), seed=seed)
     except BaseException:
         if not isinstance(env, VectorMultiAgentEnv):
             vector_env.close()
