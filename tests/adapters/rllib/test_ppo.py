@@ -74,3 +74,38 @@ def test_one_ppo_iteration_on_masked_dict_observations(ray_instance: None) -> No
         algo.stop()
     assert result["env_runners"]["num_env_steps_sampled_lifetime"] >= 64
     assert set(result["learners"]) >= {"player_0", "player_1"}
+
+
+@pytest.mark.parametrize("env_id", ["traffic", "rock_paper_scissors"])
+def test_ppo_trains_and_its_metrics_hold_the_hubs_returns(env_id: str,
+                                                          ray_instance: None) -> None:
+    """A mixed team whose cars leave and join (one policy per agent), and a simultaneous
+    game: one PPO iteration with the local env runner, whose per-agent episode returns (its
+    own metrics) are the means of what the hub env paid in the episodes it finished."""
+    from ray.tune.registry import register_env
+
+    import marlhub
+    from marlhub.adapters.rllib import to_rllib
+    from tests.adapters.recording import ReturnsRecorder
+
+    key = f"rllib-ppo-{env_id}"
+    ReturnsRecorder.FINISHED[key] = []
+    name = f"recorded/{env_id}"
+    register_env(name, lambda config: to_rllib(ReturnsRecorder(marlhub.make(env_id), key)))
+    config = (flattening_ppo_config(env_id).environment(name)
+              .env_runners(rollout_fragment_length=128)
+              .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
+              .debugging(seed=0))
+    algo = config.build_algo()
+    try:
+        result = algo.train()
+    finally:
+        algo.stop()
+    agents = marlhub.make(env_id).possible_agents
+    assert set(result["learners"]) >= set(agents)  # every agent's policy learned
+    paid = ReturnsRecorder.FINISHED[key]
+    assert paid, "no episode finished"
+    seen = result["env_runners"]["agent_episode_returns_mean"]
+    for agent in agents:
+        returns = [episode[agent] for episode in paid]
+        assert seen[agent] == pytest.approx(sum(returns) / len(returns), abs=1e-4), agent
