@@ -203,8 +203,9 @@ _TABLE: list[tuple[str, Severity, str]] = [
     # A warning: some envs ignore some actions by design (a no-op that equals a move into a
     # wall); an action that never matters is what a bug such as `if action:` looks like.
     (ACTION_EFFECTIVE, "warning",
-     "an agent's choice of action counts: from equal states, action 0 does not play out as "
-     "the agent's previous action where other actions play out otherwise (`if action:`)"),
+     "an agent's choice of action counts: from equal states, action 0 (a falsy action) does "
+     "not play out as the last action that took effect where other actions play out "
+     "otherwise (`if action:`)"),
     # Warnings: portability. to_openspiel's clones, worker processes and checkpoints copy
     # or pickle an env mid-episode; an env that cannot be still runs where nothing copies it.
     (ENV_COPYABLE, "warning",

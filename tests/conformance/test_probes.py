@@ -113,9 +113,10 @@ def test_refusing_0d_arrays_is_a_warning_that_names_who_sends_them() -> None:
 
 
 def test_a_dropped_action_0_is_named() -> None:
-    [finding] = only(check(C.DropsActionZero, episodes=2), R.ACTION_EFFECTIVE)
-    assert "'a''s action 0 played out exactly as its previous action" in finding.message
-    assert finding.agent == "a"
+    findings = only(check(C.DropsActionZero, episodes=2), R.ACTION_EFFECTIVE)
+    assert [f.agent for f in findings] == ["a", "b"]  # both agents drop it
+    assert "'a''s action 0 played out exactly as the last action that took effect" in (
+        findings[0].message)
     # An action that shows only later (a round paid when complete) is no finding.
     assert check(C.AppliesTheLastTurnsAction, episodes=2, strict=True).ok
 
