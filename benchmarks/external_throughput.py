@@ -19,13 +19,20 @@ simulators ask first) and fixed actions. Against it, in the same run, a bare gRP
   hand-over between the server's threads and the learner's costs, still nothing of ours.
 * ``marlhub``: the simulators' ``get_action`` round trip through the learner (decode,
   check, queue, ``recv``, the learner's action check, ``send``, encode).
+* ``+returns``: a decision and its rewards, ``get_action`` then ``log_returns`` (both
+  agents' rewards), as a simulator that reports a reward at every decision calls them;
+  ``log_returns`` rides on the next ``get_action`` (one round trip per decision).
+* ``+unary returns``: the same with ``PolicyClient(carry_logged=False)``: ``log_returns``
+  is a ``LogReturns`` call of its own (two round trips per decision), as before it rode.
 
 For each number of simulators (1, 4, 16 by default), rounds alternate echo and marlhub.
-All clients of a run start at one agreed time and count for ``--seconds`` seconds.
+All clients of a run start at one agreed time (sent to them once every one is connected:
+a loaded machine starts some late) and count for ``--seconds`` seconds.
 Printed: the median over rounds of the decisions per second (the sum over simulators)
 and of the median latency per decision seen by the simulators; the latency marlhub adds
 to a decision (marlhub's minus the bare echo's) over the bare echo's, and the ratios of
-marlhub's latency to each echo's (medians of per-round ratios); then the scaling of
+marlhub's latency to each echo's (medians of per-round ratios); the same for a decision
+with its rewards, over the bare unary echo; then the scaling of
 decisions per second from 1 simulator to the others, for every contestant: the ratio of
 the medians, and the median, lowest and highest of each round's own ratio.
 
@@ -53,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 
-AGENTS = ["left", "right"]
+AGENTS: list[Any] = ["left", "right"]
 OBSERVATION = gym.spaces.Box(-1.0, 1.0, (8,), np.float32)
 ACTION = gym.spaces.Discrete(4)
 ECHO_METHOD = "/bench.Echo/Echo"
@@ -86,6 +93,13 @@ def _wait_until(start_at: float) -> None:
         time.sleep(0.001)
 
 
+def _start_signal() -> float:
+    """Say this client is connected and wait for the time every client of the run starts at
+    (the parent sends it once all are ready: a loaded machine starts some late)."""
+    print("ready", flush=True)
+    return float(sys.stdin.readline())
+
+
 def _timed_loop(call: Any, start_at: float, seconds: float) -> dict[str, float]:
     """Call ``call()`` from ``start_at`` for ``seconds``; count and time each call."""
     _wait_until(start_at)
@@ -101,23 +115,37 @@ def _timed_loop(call: Any, start_at: float, seconds: float) -> dict[str, float]:
             "latency": statistics.median(latencies)}
 
 
-def simulator(address: str, start_at: float, seconds: float) -> dict[str, float]:
-    """One simulator: a long episode of decisions by both agents."""
+def simulator(address: str, seconds: float, returns: str = "") -> dict[str, float]:
+    """One simulator: a long episode of decisions by both agents (``returns``: each followed
+    by ``log_returns``, ``"carried"`` on the next request or ``"unary"`` in a call of its own)."""
+    from marlhub.errors import EpisodeDroppedError
     from marlhub.external import PolicyClient
 
     given = spaces()
     with PolicyClient(address, possible_agents=AGENTS,
                       observation_spaces=given["observation_spaces"],
-                      action_spaces=given["action_spaces"]) as client:
+                      action_spaces=given["action_spaces"],
+                      carry_logged=returns != "unary") as client:
+        start_at = _start_signal()
         _wait_until(start_at)  # (an episode waiting past the learner's timeout is truncated)
-        episode = client.start_episode()
-        obs = {a: np.zeros(8, np.float32) for a in AGENTS}
-        client.get_action(episode, obs)  # warm
-        return _timed_loop(lambda: client.get_action(episode, obs), start_at, seconds)
+        episodes = [client.start_episode()]
+        obs: dict[Any, Any] = {a: np.zeros(8, np.float32) for a in AGENTS}
+        rewards: dict[Any, Any] = {a: 1.0 for a in AGENTS}
+
+        def decide() -> None:
+            try:
+                client.get_action(episodes[-1], obs)
+            except EpisodeDroppedError:  # starved past the learner's timeout: go on
+                episodes.append(client.start_episode())
+                return
+            if returns:
+                client.log_returns(episodes[-1], rewards)
+
+        decide()  # warm
+        return _timed_loop(decide, start_at, seconds)
 
 
-def echo_client(address: str, start_at: float, seconds: float,
-                stream: bool = False) -> dict[str, float]:
+def echo_client(address: str, seconds: float, stream: bool = False) -> dict[str, float]:
     """One echo client: the same request bytes, a bare gRPC round trip each (a call, or a
     request and its answer on one stream)."""
     import grpc
@@ -128,7 +156,7 @@ def echo_client(address: str, start_at: float, seconds: float,
         if not stream:
             echo = channel.unary_unary(ECHO_METHOD)
             echo(request)
-            return _timed_loop(lambda: echo(request), start_at, seconds)
+            return _timed_loop(lambda: echo(request), _start_signal(), seconds)
         requests: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         answers = channel.stream_stream(ECHO_STREAM_METHOD)(iter(requests.get, None))
 
@@ -138,21 +166,39 @@ def echo_client(address: str, start_at: float, seconds: float,
 
         echo_on_stream()
         try:
-            return _timed_loop(echo_on_stream, start_at, seconds)
+            return _timed_loop(echo_on_stream, _start_signal(), seconds)
         finally:
             requests.put(None)
 
 
 def _clients(kind: str, address: str, count: int, seconds: float
-             ) -> tuple[list[subprocess.Popen], float]:
-    """Start ``count`` client processes; return them and the time they all start at."""
-    start_at = time.time() + 2.0 + 0.25 * count  # every client connected by then
-    return [subprocess.Popen([sys.executable, __file__, f"--{kind}", address, str(start_at),
-                              str(seconds)], stdout=subprocess.PIPE, text=True)
-            for _ in range(count)], start_at
+             ) -> tuple[list[subprocess.Popen], threading.Thread]:
+    """Start ``count`` client processes; once every one is connected, tell them all one time
+    to start at (the thread returned does, while the caller serves them)."""
+    processes = [subprocess.Popen([sys.executable, __file__, f"--{kind}", address, str(seconds)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                 for _ in range(count)]
+
+    def start_together() -> None:
+        for process in processes:
+            assert process.stdout is not None
+            process.stdout.readline()  # "ready" (or nothing, from a client that failed)
+        start_at = time.time() + 0.25
+        for process in processes:
+            try:
+                assert process.stdin is not None
+                process.stdin.write(f"{start_at}\n")
+                process.stdin.flush()
+            except OSError:
+                pass  # it failed: its error shows in the results
+
+    starter = threading.Thread(target=start_together, daemon=True)
+    starter.start()
+    return processes, starter
 
 
-def _results(processes: list[subprocess.Popen]) -> dict[str, float]:
+def _results(processes: list[subprocess.Popen], starter: threading.Thread) -> dict[str, float]:
+    starter.join(120)  # (communicate() closes their stdin)
     found = [json.loads(p.communicate(timeout=120)[0]) for p in processes]
     return {"rate": sum(r["decisions"] / r["seconds"] for r in found),
             "latency": statistics.median(r["latency"] for r in found)}
@@ -194,19 +240,22 @@ def run_echo(count: int, seconds: float, through_thread: bool = False,
     server.start()
     kind = "echo-stream-client" if stream else "echo-client"
     try:
-        return _results(_clients(kind, f"127.0.0.1:{port}", count, seconds)[0])
+        return _results(*_clients(kind, f"127.0.0.1:{port}", count, seconds))
     finally:
         server.stop(0)
         requests.put(None)
 
 
-def run_marlhub(count: int, seconds: float) -> dict[str, float]:
+def run_marlhub(count: int, seconds: float, returns: str = "") -> dict[str, float]:
     import marlhub
     from marlhub.errors import ExternalTimeoutError
 
-    envs = marlhub.make_vec("external/127.0.0.1:0", count, {**spaces(), "timeout": 5},
+    # (the timeout: how long the learner waits, once the simulators are gone, to see it)
+    envs = marlhub.make_vec("external/127.0.0.1:0", count, {**spaces(), "timeout": 2},
                             batch_size=max(1, count // 2))
-    processes, start_at = _clients("simulator", envs.address or "", count, seconds)
+    kind = f"{returns}-returns-simulator" if returns else "simulator"
+    processes, starter = _clients(kind, getattr(envs, "address", ""), count, seconds)
+    give_up = time.monotonic() + seconds + 120
     actions = {a: 1 for a in AGENTS}
     try:
         envs.async_reset()
@@ -215,8 +264,8 @@ def run_marlhub(count: int, seconds: float) -> dict[str, float]:
             try:
                 copy_ids = envs.recv().copy_ids
             except ExternalTimeoutError:
-                if time.time() < start_at + seconds:
-                    continue  # the simulators have not started yet
+                if any(p.poll() is None for p in processes) and time.monotonic() < give_up:
+                    continue  # the simulators have not started yet (a loaded machine)
                 break  # the simulators are done
             actors = envs.actors
             envs.send([actions if actors[i] else {} for i in copy_ids], copy_ids)
@@ -224,7 +273,7 @@ def run_marlhub(count: int, seconds: float) -> dict[str, float]:
                 if all(p.poll() is not None for p in processes):
                     break
                 look_at = time.monotonic() + 0.1
-        return _results(processes)
+        return _results(processes, starter)
     finally:
         envs.close()
 
@@ -239,49 +288,78 @@ def main(argv: Any = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--simulators", type=int, nargs="+", default=[1, 4, 16])
-    parser.add_argument("--simulator", nargs=3, help=argparse.SUPPRESS)
-    parser.add_argument("--echo-client", nargs=3, help=argparse.SUPPRESS)
-    parser.add_argument("--echo-stream-client", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--simulator", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--echo-client", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--echo-stream-client", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--carried-returns-simulator", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--unary-returns-simulator", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    for client, given in ((simulator, args.simulator), (echo_client, args.echo_client),
-                          (functools.partial(echo_client, stream=True),
-                           args.echo_stream_client)):
+    clients: list[tuple[Any, Any]] = [
+        (simulator, args.simulator), (echo_client, args.echo_client),
+        (functools.partial(echo_client, stream=True), args.echo_stream_client),
+        (functools.partial(simulator, returns="carried"), args.carried_returns_simulator),
+        (functools.partial(simulator, returns="unary"), args.unary_returns_simulator)]
+    for client, given in clients:
         if given:
-            address, start_at, seconds = given
-            print(json.dumps(client(address, float(start_at), float(seconds))))
+            address, seconds = given
+            print(json.dumps(client(address, float(seconds))))
             return 0
     table: dict[tuple[str, int], list[dict[str, float]]] = {}
-    contestants = [("echo", run_echo),
-                   ("echo stream", lambda n, s: run_echo(n, s, stream=True)),
-                   ("echo+thread", lambda n, s: run_echo(n, s, through_thread=True)),
-                   ("marlhub", run_marlhub)]
+    contestants: list[tuple[str, Any]] = [
+        ("echo", run_echo),
+        ("echo stream", lambda n, s: run_echo(n, s, stream=True)),
+        ("echo+thread", lambda n, s: run_echo(n, s, through_thread=True)),
+        ("marlhub", run_marlhub),
+        ("+returns", lambda n, s: run_marlhub(n, s, returns="carried")),
+        ("+unary returns", lambda n, s: run_marlhub(n, s, returns="unary"))]
     for round_ in range(args.rounds):
         for count in args.simulators:
             turn = round_ % len(contestants)  # a rotating order
             for name, run_ in contestants[turn:] + contestants[:turn]:
                 table.setdefault((name, count), []).append(run_(count, args.seconds))
     names = [name for name, _ in contestants]
+    decision_names = names[:4]
     print("decisions per second (sum over simulators), median latency per decision, the")
     print("latency marlhub adds to the bare echo's (marlhub - echo) over the echo's, and")
     print("marlhub's latency over each echo's (medians of per-round ratios):")
-    print(f"{'simulators':>10} | " + " | ".join(f"{n + ' dec/s':>17}" for n in names) + " | "
-          + " | ".join(f"{n + ' latency':>19}" for n in names)
+    print(f"{'simulators':>10} | " + " | ".join(f"{n + ' dec/s':>17}" for n in decision_names)
+          + " | " + " | ".join(f"{n + ' latency':>19}" for n in decision_names)
           + " | added / echo | vs echo | vs echo stream | vs echo+thread")
     rates: dict[str, dict[int, float]] = {n: {} for n in names}
+    latencies: dict[str, dict[int, float]] = {n: {} for n in names}
     for count in args.simulators:
         runs = {n: table[(n, count)] for n in names}
         for n in names:
             rates[n][count] = statistics.median(r["rate"] for r in runs[n])
-        latency = {n: statistics.median(r["latency"] for r in runs[n]) for n in names}
+            latencies[n][count] = statistics.median(r["latency"] for r in runs[n])
+        latency = {n: latencies[n][count] for n in names}
         ratios = [statistics.median(o["latency"] / e["latency"]
                                     for o, e in zip(runs["marlhub"], runs[n]))
                   for n in ("echo", "echo stream", "echo+thread")]
         added = statistics.median((o["latency"] - e["latency"]) / e["latency"]
                                   for o, e in zip(runs["marlhub"], runs["echo"]))
-        print(f"{count:>10} | " + " | ".join(f"{rates[n][count]:>17,.0f}" for n in names)
-              + " | " + " | ".join(f"{latency[n] * 1e6:>16,.0f} us" for n in names)
+        print(f"{count:>10} | " + " | ".join(f"{rates[n][count]:>17,.0f}"
+                                             for n in decision_names)
+              + " | " + " | ".join(f"{latency[n] * 1e6:>16,.0f} us" for n in decision_names)
               + f" | {added:>12.2f} | {ratios[0]:>7.2f} | {ratios[1]:>14.2f}"
               + f" | {ratios[2]:>14.2f}")
+    with_returns = ["+returns", "+unary returns"]
+    print("a decision with its rewards (get_action + log_returns): decisions per second,")
+    print("median latency, and its latency over the bare unary echo's and over get_action's")
+    print("alone (medians of per-round ratios; the goal: +returns / echo at most 1.5):")
+    print(f"{'simulators':>10} | " + " | ".join(f"{n + ' dec/s':>20}" for n in with_returns)
+          + " | " + " | ".join(f"{n + ' latency':>22}" for n in with_returns)
+          + " | " + " | ".join(f"{n + ' / echo':>21}" for n in with_returns)
+          + " | " + " | ".join(f"{n + ' / marlhub':>24}" for n in with_returns))
+    for count in args.simulators:
+        over = {(n, base): statistics.median(o["latency"] / e["latency"] for o, e in zip(
+            table[(n, count)], table[(base, count)]))
+            for n in with_returns for base in ("echo", "marlhub")}
+        print(f"{count:>10} | " + " | ".join(f"{rates[n][count]:>20,.0f}" for n in with_returns)
+              + " | " + " | ".join(f"{latencies[n][count] * 1e6:>19,.0f} us"
+                                   for n in with_returns)
+              + " | " + " | ".join(f"{over[(n, 'echo')]:>21.2f}" for n in with_returns)
+              + " | " + " | ".join(f"{over[(n, 'marlhub')]:>24.2f}" for n in with_returns))
     if 1 in args.simulators:
         print("decisions/s with N simulators over with 1: the ratio of the medians, then the")
         print("median [lowest, highest] of the rounds' own ratios (each round runs both):")

@@ -10,6 +10,18 @@ concurrently, from several threads of one client or from several clients.
 than a call per decision), ended by ``close()`` or once its thread has ended.
 The learner's side listens (``marlhub.make_vec("external/HOST:PORT", N)``).
 
+``log_returns`` needs no answer, and what it logs reaches the learner with the
+episode's next step anyway: the client keeps it and sends it inside the
+episode's next request (``get_action``, ``log_action``, ``end_episode``), so a
+decision and its rewards cost one round trip (:mod:`marlhub.external.carry`).
+``close()`` sends what is still kept. A call the client can tell may be
+refused (an unknown agent or episode) is sent at once; a kept call that the
+learner refuses all the same (the episode was let go of meanwhile) raises its
+error, as its own call would have, from the request that carried it. What a
+simulator logged and never followed with a call is lost if it dies (its own
+call would have reached the episode's truncated end): ``carry_logged=False``
+sends each ``log_returns`` on its own, as does a learner too old to take them.
+
 A refused call raises :class:`~marlhub.errors.ExternalEnvError` with the
 server's message; a call on an episode the learner let go of (a reset
 mid-episode, a time-out) raises :class:`~marlhub.errors.EpisodeDroppedError`:
@@ -45,8 +57,9 @@ import numpy as np
 
 from marlhub.core import AgentID
 from marlhub.errors import EpisodeDroppedError, ExternalEnvError
+from marlhub.external.carry import CarriedCalls
 from marlhub.external.codec import WireValueError, decode, encode_into, space_message
-from marlhub.external.proto import load_wire
+from marlhub.external.proto import REFUSED_LOGGED, load_wire
 from marlhub.tls import channel_credentials
 
 __all__ = ["PolicyClient"]
@@ -66,9 +79,13 @@ class PolicyClient:
         tls_root: connect over TLS, trusting this PEM file's certificates (the learner's
             self-made certificate or the authority that signed it), or True for gRPC's
             default roots; None: plain text.
+        carry_logged: send each ``log_returns`` inside the episode's next request (one
+            round trip per decision); False: a call of its own each (as does a learner that
+            does not take them).
 
     Attributes:
         session: the session the learner gave this simulator at ``Connect``.
+        carries_logged: whether ``log_returns`` rides on the next request.
         learner_gone: set once the ``Connect`` stream ended (``close()``, or the learner
             went away); calls then raise :class:`~marlhub.errors.ExternalEnvError`.
 
@@ -83,7 +100,8 @@ class PolicyClient:
                  possible_agents: list[AgentID],
                  observation_spaces: Mapping[AgentID, gym.Space],
                  action_spaces: Mapping[AgentID, gym.Space], name: str = "",
-                 connect_timeout: float = 30.0, tls_root: Any = None) -> None:
+                 connect_timeout: float = 30.0, tls_root: Any = None,
+                 carry_logged: bool = True) -> None:
         import grpc
 
         self.address = address
@@ -123,7 +141,7 @@ class PolicyClient:
         try:
             grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
             self._stream = self._calls["Connect"](request, wait_for_ready=True)
-            self.session = next(self._stream).session
+            connected = next(self._stream)
         except grpc.FutureTimeoutError:
             self._channel.close()
             over, hint = (" over TLS", "does the learner listen with tls_cert, and does "
@@ -136,6 +154,9 @@ class PolicyClient:
         except grpc.RpcError as exc:
             self._channel.close()
             raise _error(exc, address, "Connect") from None
+        self.session = connected.session
+        self.carries_logged = bool(carry_logged and connected.takes_logged)
+        self._carried = CarriedCalls(connected.max_episodes, self.possible_agents)
         self.learner_gone = threading.Event()
         threading.Thread(target=self._watch, daemon=True, name="marlhub-policy-client").start()
 
@@ -166,9 +187,10 @@ class PolicyClient:
         except grpc.RpcError as exc:
             raise _error(exc, self.address, name) from None
 
-    def _ask(self, request: Any) -> Any:
+    def _ask(self, request: Any, call: str = "GetAction") -> Any:
         """Send a GetAction request on this thread's Decide stream (opened on first use);
-        return the answer. A refusal ends the stream; the next call opens a new one."""
+        return the answer. A refusal ends the stream; the next call opens a new one.
+        ``call``: what the request does, for the messages (``LogReturns`` for logged calls)."""
         import grpc
 
         thread = threading.current_thread()
@@ -180,32 +202,56 @@ class PolicyClient:
                     self._decide.pop(gone).end()  # threads that ended hold no stream
                 self._decide[thread] = stream
         try:
-            return stream.ask(request)
+            answer = stream.ask(request)
         except (grpc.RpcError, StopIteration) as exc:
             with self._decide_lock:
                 self._decide.pop(thread, None)
             stream.end()
+            self._carried.forget(request.episode_id)  # its later calls go at once
             if isinstance(exc, grpc.RpcError):
-                raise _error(exc, self.address, "GetAction") from None
-            raise ExternalEnvError(f"the learner at {self.address}", "GetAction failed: the "
+                raise _error(exc, self.address, call) from None
+            raise ExternalEnvError(f"the learner at {self.address}", f"{call} failed: the "
                                    "learner ended the stream", "Connect again once it "
                                    "listens.") from None
+        if self.carries_logged:
+            self._carried.running(request.episode_id)
+        return answer
 
     def _add_values(self, field: Any, values: Mapping[AgentID, Any], what: str) -> None:
         """Add ``values`` to the repeated ``AgentValue`` field ``field`` of a request."""
         for agent, value in _mapping(values, what).items():
             encode_into(field.add(agent=str(agent)).value, value)
 
+    def _carry(self, request: Any, calls: list[Any]) -> None:
+        """Put the kept ``calls`` (``LogReturnsRequest`` messages) into ``request.logged``."""
+        logged = request.logged
+        for call in calls:
+            logged.add(log_returns=call)
+
+    def _send_logged(self, episode_id: str, call: str, item: Any = None) -> None:
+        """Send the episode's kept calls, then ``item`` (a ``Logged``), on their own: a
+        request on the Decide stream that decides nothing."""
+        request = self._request("GetAction", episode_id=episode_id)
+        self._carry(request, self._carried.take(episode_id))
+        if item is not None:
+            request.logged.append(item)
+        self._ask(request, call)
+
     def start_episode(self, episode_id: Optional[str] = None,
                       training_enabled: bool = True) -> str:
         """Start an episode; return its id (a new one for None)."""
-        return self._call("StartEpisode", episode_id=episode_id or "",
-                          training_enabled=training_enabled).episode_id
+        started = self._call("StartEpisode", episode_id=episode_id or "",
+                             training_enabled=training_enabled).episode_id
+        if self.carries_logged:
+            self._carried.started(started)
+        return started
 
     def get_action(self, episode_id: str, observation_dict: Mapping[AgentID, Any]) -> dict:
         """Return the learner's actions for the agents in ``observation_dict`` (blocks)."""
         request = self._request("GetAction", episode_id=episode_id)
         self._add_values(request.observations, observation_dict, "observation_dict")
+        if self.carries_logged:
+            self._carry(request, self._carried.take(episode_id))
         response = self._ask(request)
         try:
             return {item.agent: decode(item.value, self.action_spaces[item.agent])
@@ -221,32 +267,63 @@ class PolicyClient:
         request = self._request("LogAction", episode_id=episode_id)
         self._add_values(request.observations, observation_dict, "observation_dict")
         self._add_values(request.actions, action_dict, "action_dict")
-        self._call("LogAction", request)
+        if self.carries_logged:  # with the calls kept before it, on the Decide stream
+            self._send_logged(episode_id, "LogAction", self._wire.messages["Logged"](
+                log_action=request))
+        else:
+            self._call("LogAction", request)
 
     def log_returns(self, episode_id: str, reward_dict: Mapping[AgentID, Any],
                     info_dict: Optional[Mapping[AgentID, Any]] = None,
                     done_dict: Optional[Mapping[AgentID, Any]] = None) -> None:
-        """Add rewards (summed into the learner's next step), infos, and agents that are done."""
-        messages = self._wire.messages
-        rewards = [messages["AgentReward"](agent=str(a), reward=float(r))
-                   for a, r in _mapping(reward_dict, "reward_dict").items()]
-        infos = [messages["AgentInfo"](agent=str(a), json=json.dumps(i, default=_jsonable))
-                 for a, i in _mapping(info_dict or {}, "info_dict").items()]
-        done = [str(a) for a, flag in _mapping(done_dict or {}, "done_dict").items()
+        """Add rewards (summed into the learner's next step), infos, and agents that are done.
+
+        Kept and sent inside the episode's next request (with ``carries_logged``), or at once
+        where the learner may refuse it; a kept call the learner refuses raises from the
+        call that carries it."""
+        rewards = {a: float(r) for a, r in _mapping(reward_dict, "reward_dict").items()}
+        info_dict = _mapping(info_dict or {}, "info_dict")
+        infos = {a: json.dumps(i, default=_jsonable) for a, i in info_dict.items()}
+        done = [a for a, flag in _mapping(done_dict or {}, "done_dict").items()
                 if flag and a != "__all__"]
-        self._call("LogReturns", episode_id=episode_id, rewards=rewards, infos=infos,
-                   done_agents=done)
+        request = self._request("LogReturns", episode_id=episode_id)
+        add = request.rewards.add
+        for agent, reward in rewards.items():
+            add(agent=str(agent), reward=reward)
+        for agent, text in infos.items():
+            request.infos.add(agent=str(agent), json=text)
+        request.done_agents.extend(str(a) for a in done)
+        if not self.carries_logged:
+            self._call("LogReturns", request)
+        elif not self._carried.keep(episode_id, request, rewards, info_dict, done,
+                                    sum(map(len, infos.values()))):
+            self._send_logged(episode_id, "LogReturns",
+                              self._wire.messages["Logged"](log_returns=request))
+        elif self._carried.full(episode_id):
+            self._send_logged(episode_id, "LogReturns")
 
     def end_episode(self, episode_id: str, observation_dict: Mapping[AgentID, Any]) -> None:
         """End the episode (terminated) with the agents' final observations."""
         request = self._request("EndEpisode", episode_id=episode_id)
         self._add_values(request.observations, observation_dict, "observation_dict")
+        if self.carries_logged:
+            self._carry(request, self._carried.forget(episode_id))
         self._call("EndEpisode", request)
 
     def close(self) -> None:
-        """Disconnect: the learner ends this simulator's running episodes, truncated."""
+        """Send the calls still kept, then disconnect: the learner ends this simulator's
+        running episodes, truncated. Kept calls the learner refuses here are dropped without
+        a word: it refuses them only for an episode it let go of or ended, or once it is
+        gone, and no call of the simulator is left to raise their error."""
         if self.closed:
             return
+        for episode_id, calls in self._carried.take_all().items():
+            request = self._request("GetAction", episode_id=episode_id)
+            self._carry(request, calls)
+            try:
+                self._call("GetAction", request)
+            except ExternalEnvError:
+                pass
         try:
             self._call("Disconnect")
         except ExternalEnvError:
@@ -288,8 +365,14 @@ class _DecideStream:
 
 
 def _error(exc: Any, address: str, call: str) -> ExternalEnvError:
+    """The error of a refused or failed call ``call`` (or of the logged call it carried that
+    the learner refused: the trailing metadata names it)."""
     code = exc.code().name if hasattr(exc, "code") else "UNKNOWN"
     detail = exc.details() if hasattr(exc, "details") else str(exc)
+    for key, value in (exc.trailing_metadata() or ()) if hasattr(exc, "trailing_metadata") \
+            else ():
+        if key == REFUSED_LOGGED:
+            call = value.rsplit(" ", 1)[-1]
     error: type[ExternalEnvError]
     if code == "ABORTED":
         error, what, fix = EpisodeDroppedError, "was refused", "Start a new episode and go on."

@@ -27,10 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PROTO_PATH", "Wire", "load_wire", "parse_proto"]
+__all__ = ["PROTO_PATH", "REFUSED_LOGGED", "Wire", "load_wire", "parse_proto"]
 
 #: The ``.proto`` file shipped in the package.
 PROTO_PATH = Path(__file__).with_name("external.proto")
+#: The trailing metadata key of a request refused for a call it carried (``Logged``); its
+#: value is ``"<index> <rpc>"`` (``"0 LogReturns"``): the refused call's place and its name.
+REFUSED_LOGGED = "marlhub-refused-logged"
 
 _TOKEN = re.compile(r"//[^\n]*|[A-Za-z_][A-Za-z0-9_.]*|\d+|\"[^\"]*\"|[{}();=]")
 _SCALARS = {"double": 1, "float": 2, "int64": 3, "uint64": 4, "int32": 5, "bool": 8,

@@ -9,12 +9,17 @@ the :class:`~marlhub.external.episodes.EpisodeBook` that the learner's hub
 env reads. When a Connect stream closes (the simulator disconnected or died),
 its running episodes end, truncated. A malformed request, a value outside
 its space or a bad token gets an error status saying what was wrong; the
-server goes on serving the others.
+server goes on serving the others. A ``GetAction`` (or ``Decide``) or
+``EndEpisode`` request may carry the calls that need no answer that the
+simulator made since its last request (``logged``): each is applied in order
+first, as its unary call would be, so that a decision and its rewards cost
+one round trip.
 
 Its bounds, each refused with ``RESOURCE_EXHAUSTED`` past it: ``max_clients``
 simulators connected, ``max_client_episodes`` running episodes per simulator
 (so one cannot take every place of ``max_episodes``), :attr:`PolicyServer.max_calls`
-calls and streams at once, requests of :data:`MAX_MESSAGE_BYTES`. It speaks plain
+calls and streams at once, requests of :data:`MAX_MESSAGE_BYTES`, :data:`MAX_LOGGED_CALLS`
+calls carried by one request. It speaks plain
 text unless given a certificate and its key (``tls_cert``, ``tls_key``: then TLS
 only, and simulators pass ``tls_root``).
 
@@ -47,11 +52,11 @@ from marlhub.external.codec import (
     space_from_message,
 )
 from marlhub.external.episodes import DEFAULT_MAX_EPISODES, EpisodeBook
-from marlhub.external.proto import load_wire
+from marlhub.external.proto import REFUSED_LOGGED, load_wire
 from marlhub.tls import PemPath, server_credentials
 
-__all__ = ["DEFAULT_MAX_CLIENTS", "DEFAULT_MAX_CLIENT_EPISODES", "MAX_MESSAGE_BYTES",
-           "PolicyServer"]
+__all__ = ["DEFAULT_MAX_CLIENTS", "DEFAULT_MAX_CLIENT_EPISODES", "MAX_LOGGED_CALLS",
+           "MAX_MESSAGE_BYTES", "PolicyServer"]
 
 #: How many simulators may be connected at once, unless told otherwise.
 DEFAULT_MAX_CLIENTS = 64
@@ -61,6 +66,10 @@ DEFAULT_MAX_CLIENT_EPISODES = 256
 #: The largest request the server reads (bytes): gRPC refuses a larger one with
 #: RESOURCE_EXHAUSTED before it is held whole. Observations of 1 MiB fit many times over.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+#: The most calls one request may carry (``logged``); PolicyClient sends 64 at most.
+MAX_LOGGED_CALLS = 1024
+#: Each kind of ``Logged`` call, with the name of its unary rpc.
+_LOGGED_RPCS = {"log_returns": "LogReturns", "log_action": "LogAction"}
 
 
 class _Refused(Exception):
@@ -232,7 +241,8 @@ class PolicyServer:
         context.add_callback(closed.set)
         try:
             yield self._wire.messages["ConnectResponse"](
-                session=session, max_episodes=min(self.max_episodes, self.max_client_episodes))
+                session=session, max_episodes=min(self.max_episodes, self.max_client_episodes),
+                takes_logged=True)
             while not closed.wait(0.25) and not self._stopping.is_set():
                 pass
         finally:
@@ -312,7 +322,33 @@ class PolicyServer:
                 raise
         return self._wire.messages["StartEpisodeResponse"](episode_id=episode_id)
 
+    def _apply_logged(self, request: Any, context: Any) -> None:
+        """Apply the calls ``request`` carries, in order, each exactly as its unary call; the
+        first one refused ends the request with its error, named in the trailing metadata."""
+        if len(request.logged) > MAX_LOGGED_CALLS:
+            raise _Refused("RESOURCE_EXHAUSTED", f"a request carries {len(request.logged)} "
+                           f"logged calls, more than {MAX_LOGGED_CALLS}: send them in more "
+                           "requests")
+        for index, item in enumerate(request.logged):
+            kind = item.WhichOneof("kind")
+            try:
+                if kind == "log_returns":
+                    self._log_returns(item.log_returns, context)
+                elif kind == "log_action":
+                    self._log_action(item.log_action, context)
+                else:
+                    raise _Refused("INVALID_ARGUMENT", f"logged call {index} is empty: set "
+                                   "its log_returns or log_action")
+            except Exception:
+                context.set_trailing_metadata(
+                    ((REFUSED_LOGGED, f"{index} {_LOGGED_RPCS.get(kind or '', 'Logged')}"),))
+                raise
+
     def _get_action(self, request: Any, context: Any) -> Any:
+        if request.logged:
+            self._apply_logged(request, context)
+            if not request.observations:  # the logged calls alone: no decision to answer
+                return self._wire.messages["GetActionResponse"]()
         book, session = self._session(request, context)
         obs = self._values(book, request.observations, book.observation_spaces, "observation")
         actions = book.get_action(request.episode_id, obs, in_spaces=True, owner=session)
@@ -343,6 +379,8 @@ class PolicyServer:
         return self._wire.messages["Ack"]()
 
     def _end_episode(self, request: Any, context: Any) -> Any:
+        if request.logged:
+            self._apply_logged(request, context)
         book, session = self._session(request, context)
         obs = self._values(book, request.observations, book.observation_spaces, "observation")
         book.end_episode(request.episode_id, obs, owner=session)

@@ -1,7 +1,9 @@
 """A simulator in another language: JavaScript (Node.js, @grpc/grpc-js) from external.proto alone.
 
 The client in ``javascript/simulator.js`` loads the ``.proto`` shipped in the package at run
-time with @grpc/proto-loader; nothing of marlhub's Python is in it. The test installs the two
+time with @grpc/proto-loader; nothing of marlhub's Python is in it. It sends its rewards as
+LogReturns calls of their own in some episodes (as old clients do) and inside the next
+request in the others (``logged``). The test installs the two
 npm packages (``npm ci``, pinned by ``javascript/package-lock.json``) into a temporary folder,
 and is skipped where Node.js or npm is missing.
 """
@@ -74,4 +76,5 @@ def test_a_javascript_simulator_plays_concurrent_episodes(client_folder: Path) -
     assert all(p.returncode == 0 for p in processes)
     assert deciders == {("blue", "red"), ("red",), ("blue",)}  # agents decide at different times
     assert decisions == sum(o["actions"] for o in outputs) == 2 * 3 * 6
+    assert [o["carried"] for o in outputs] == [4, 4]  # episode 1 of each: every reward carried
     assert received == pytest.approx(sum(o["logged"] for o in outputs))
