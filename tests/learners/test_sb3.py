@@ -87,6 +87,7 @@ def _parameters(model: Any) -> list[Any]:
 
 @pytest.mark.parametrize("env_id, one_space, maskable", [
     ("rock_paper_scissors", False, False),
+    ("rock_paper_scissors", False, True),  # MaskablePPO on a simultaneous env
     ("openspiel/tic_tac_toe", False, True),
     ("openspiel/tic_tac_toe", False, False),  # PPO ignores masks: illegal moves terminate
     ("traffic", True, True),
