@@ -1,4 +1,4 @@
-"""What a :class:`~marlhub.external.PolicyClient` logged, kept to ride on its episode's next request.
+"""What a :class:`~marlhub.external.PolicyClient` logged, kept for its episode's next request.
 
 ``log_returns`` needs no answer, and its rewards, infos and done agents only
 reach the learner with the episode's next step, so the client keeps each

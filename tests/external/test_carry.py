@@ -18,6 +18,7 @@ import pytest
 import marlhub
 from marlhub.errors import EpisodeDroppedError, ExternalEnvError
 from marlhub.external import PolicyClient
+from marlhub.external.carry import MAX_CARRIED_BYTES, MAX_CARRIED_CALLS, CarriedCalls
 from marlhub.external.codec import encode_into, space_message
 from marlhub.external.proto import REFUSED_LOGGED, load_wire
 from marlhub.external.server import MAX_LOGGED_CALLS
@@ -26,13 +27,18 @@ from .simulators import ACTION_SPACES, AGENTS, OBSERVATION_SPACES
 
 grpc = pytest.importorskip("grpc")
 
-SPACES = {"possible_agents": AGENTS, "observation_spaces": OBSERVATION_SPACES,
-          "action_spaces": ACTION_SPACES}
-DECLARE = dict(possible_agents=AGENTS, observation_spaces=OBSERVATION_SPACES,
-               action_spaces=ACTION_SPACES, connect_timeout=10)
+SPACES: dict[str, Any] = {"possible_agents": AGENTS, "observation_spaces": OBSERVATION_SPACES,
+                          "action_spaces": ACTION_SPACES}
+DECLARE: dict[str, Any] = dict(possible_agents=AGENTS, observation_spaces=OBSERVATION_SPACES,
+                               action_spaces=ACTION_SPACES, connect_timeout=10)
 OBS = np.array([1.0, 2.0], np.float32)
 LAST = np.array([3.0, 4.0], np.float32)
 SERVICE = "/marlhub.external.v1.ExternalEnv/"
+
+
+def _learner() -> Any:
+    """The learner's one-episode env on a free loopback port."""
+    return marlhub.make("external/127.0.0.1:0", {**SPACES, "timeout": 10})
 
 
 def _message(kind: str, **fields: Any) -> Any:
@@ -55,7 +61,7 @@ def _in_thread(play: Any) -> tuple[threading.Thread, list[BaseException]]:
 
 def test_carried_rewards_come_once_in_order_with_log_action_and_end_episode(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    env = marlhub.make("external/127.0.0.1:0", {**SPACES, "timeout": 10})
+    env = _learner()
     client = PolicyClient(env.address, **DECLARE)
     assert client.carries_logged
 
@@ -101,7 +107,7 @@ def test_carried_rewards_come_once_in_order_with_log_action_and_end_episode(
 @pytest.mark.parametrize("carry", [True, False], ids=["carried", "unary"])
 def test_a_kept_reward_the_learner_refuses_raises_on_the_call_that_carries_it(
         carry: bool) -> None:
-    env = marlhub.make("external/127.0.0.1:0", {**SPACES, "timeout": 1.0})
+    env: Any = marlhub.make("external/127.0.0.1:0", {**SPACES, "timeout": 1.0})
     client = PolicyClient(env.address, carry_logged=carry, **DECLARE)
     episode = client.start_episode("e")
     thread, errors = _in_thread(lambda: client.get_action(episode, {"red": OBS}))
@@ -127,7 +133,7 @@ def test_a_kept_reward_the_learner_refuses_raises_on_the_call_that_carries_it(
 
 
 def test_close_sends_the_kept_rewards_into_the_truncated_end() -> None:
-    env = marlhub.make("external/127.0.0.1:0", {**SPACES, "timeout": 10})
+    env = _learner()
     client = PolicyClient(env.address, **DECLARE)
 
     def play() -> None:
@@ -160,7 +166,7 @@ def _raw_session(channel: Any) -> tuple[Any, str, bool]:
 
 
 def test_unary_calls_of_old_clients_and_carried_ones_are_checked_alike() -> None:
-    env = marlhub.make("external/127.0.0.1:0", {**SPACES, "timeout": 10})
+    env = _learner()
     owner = grpc.insecure_channel(env.address)
     other = grpc.insecure_channel(env.address)
     owner_stream, session, takes_logged = _raw_session(owner)
@@ -184,9 +190,10 @@ def test_unary_calls_of_old_clients_and_carried_ones_are_checked_alike() -> None
     decide.logged.add(log_returns=theft)
     end = _message("EndEpisodeRequest", session=intruder, episode_id="theirs")
     end.logged.add(log_returns=theft)
-    calls = [lambda: unary(other, "GetAction", decide), lambda: unary(other, "EndEpisode", end),
-             lambda: next(other.stream_stream(SERVICE + "Decide")(
-                 iter([decide.SerializeToString()]), timeout=10))]
+    calls: list[Any] = [lambda: unary(other, "GetAction", decide),
+                        lambda: unary(other, "EndEpisode", end),
+                        lambda: next(other.stream_stream(SERVICE + "Decide")(
+                            iter([decide.SerializeToString()]), timeout=10))]
     for call in calls:
         with pytest.raises(grpc.RpcError) as carried:
             call()
@@ -240,8 +247,8 @@ def test_a_client_of_a_server_that_does_not_take_logged_calls_makes_unary_calls(
         def handler(request: bytes, context: Any) -> Any:
             seen.append(rpc)
             return response
-        return grpc.unary_unary_rpc_method_handler(handler,
-                                                   response_serializer=lambda m: m.SerializeToString())
+        return grpc.unary_unary_rpc_method_handler(
+            handler, response_serializer=lambda m: m.SerializeToString())
 
     def connect(request: bytes, context: Any) -> Any:
         yield messages["ConnectResponse"](session="s", max_episodes=4)  # no takes_logged
@@ -272,14 +279,32 @@ def test_a_client_of_a_server_that_does_not_take_logged_calls_makes_unary_calls(
 
 
 def test_a_call_that_may_be_refused_is_sent_at_once() -> None:
-    env = marlhub.make("external/127.0.0.1:0", {**SPACES, "timeout": 10})
+    env = _learner()
     client = PolicyClient(env.address, **DECLARE)
     episode = client.start_episode()
-    for bad, message in (({"green": 1.0}, "unknown agent 'green'"),
-                         ({"red": float("nan")}, "reward nan")):
+    bad_rewards: list[tuple[dict[Any, Any], str]] = [
+        ({"green": 1.0}, "unknown agent 'green'"), ({"red": float("nan")}, "reward nan")]
+    for bad, message in bad_rewards:
         with pytest.raises(ExternalEnvError, match=f"LogReturns was refused.*{message}"):
             client.log_returns(episode, bad)
     with pytest.raises(ExternalEnvError, match="LogReturns was refused.*info 3"):
         client.log_returns(episode, {}, {"red": 3})
     client.close()
     env.close()
+
+
+def test_the_kept_calls_are_bounded_per_episode_and_in_the_episodes_known() -> None:
+    calls = CarriedCalls(max_episodes=1, agents=["red"])
+    calls.started("e")
+    for k in range(MAX_CARRIED_CALLS - 1):
+        assert calls.keep("e", k, rewards={"red": 1.0}) and not calls.full("e")
+    assert calls.keep("e", "last") and calls.full("e")  # sent on their own now
+    assert calls.take("e")[-1] == "last" and not calls.full("e")
+    assert calls.keep("e", "big", infos={"red": {}}, size=MAX_CARRIED_BYTES) and calls.full("e")
+    assert not calls.keep("e", "at once", done=["blue"])  # an agent it does not have
+    assert calls.keep("e", "red is done", done=["red"])
+    assert not calls.keep("e", "at once", rewards={"red": 1.0})  # red's later calls go at once
+    for k in range(100):  # episodes the learner let go of unheard: the idle ones forgotten
+        calls.started(f"old-{k}")
+    assert calls.keep("e", "still known") and not calls.keep("old-0", "forgotten")
+    assert calls.take_all() == {"e": ["big", "red is done", "still known"]}
