@@ -1,4 +1,5 @@
-"""What the hostile-client tests of both servers share: the memory bound, and how it is read.
+"""What the hostile-client tests of both servers share: the memory bound, how it is read,
+and the streams that never send and the wait for calls that end.
 
 ``docs/guides/security.rst`` states the bound: after :data:`HOSTILE_CALLS` hostile calls
 (wrong tokens, garbage bytes, wrong message types, stolen sessions), a server's resident
@@ -9,7 +10,11 @@ parser refuses) crosses it many times over.
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,3 +34,18 @@ def rss_mib(pid: int) -> float:
             return int(line.split()[1]) / 1024
     pytest.skip("no VmRSS in /proc/PID/status")
     return 0.0  # unreachable: skip raises
+
+
+def idle(stop: threading.Event) -> Iterator[bytes]:
+    """A stream's requests that never come (until ``stop``)."""
+    stop.wait(60)
+    yield from ()
+
+
+def ended(calls: list[Any], count: int, seconds: float = 10.0) -> list[Any]:
+    """The status codes of the calls that ended, once ``count`` did (or ``seconds`` passed)."""
+    end = time.monotonic() + seconds
+    while sum(call.done() for call in calls) < count and time.monotonic() < end:
+        time.sleep(0.02)
+    time.sleep(0.1)  # one more would have ended by now
+    return [call.code() for call in calls if call.done()]

@@ -27,7 +27,7 @@ from marlhub.errors import ExternalEnvError
 from marlhub.external import PolicyClient
 from marlhub.external.codec import space_message
 from marlhub.external.server import MAX_MESSAGE_BYTES
-from tests.hostile import GROWTH_BOUND_MIB, HOSTILE_CALLS, rss_mib
+from tests.hostile import GROWTH_BOUND_MIB, HOSTILE_CALLS, ended, idle, rss_mib
 
 from .simulators import ACTION_SPACES, AGENTS, OBSERVATION_SPACES
 
@@ -99,21 +99,6 @@ def _session(address: str) -> tuple[Any, Any, str]:
         item.action.CopyFrom(space_message(ACTION_SPACES[agent]))
     connected = channel.unary_stream(SERVICE + "Connect")(request.SerializeToString())
     return channel, connected, _message("ConnectResponse").FromString(next(connected)).session
-
-
-def _idle(stop: threading.Event) -> Iterator[bytes]:
-    """A stream's requests that never come (until ``stop``)."""
-    stop.wait(60)
-    yield from ()
-
-
-def _ended(calls: list[Any], count: int, seconds: float = 10.0) -> list[Any]:
-    """The status codes of the calls that ended, once ``count`` did (or ``seconds`` passed)."""
-    end = time.monotonic() + seconds
-    while sum(call.done() for call in calls) < count and time.monotonic() < end:
-        time.sleep(0.02)
-    time.sleep(0.1)  # one more would have ended by now
-    return [call.code() for call in calls if call.done()]
 
 
 def _free_calls(channel: Any, seconds: float = 10.0) -> None:
@@ -257,8 +242,8 @@ def test_floods_of_simulators_calls_and_episodes_are_refused_past_their_bounds()
     channel = grpc.insecure_channel(envs.address)
     decide = channel.stream_stream(SERVICE + "Decide")
     stop = threading.Event()
-    flood = [decide(_idle(stop)) for _ in range(20)]
-    assert _ended(flood, 10) == [grpc.StatusCode.RESOURCE_EXHAUSTED] * 10
+    flood = [decide(idle(stop)) for _ in range(20)]
+    assert ended(flood, 10) == [grpc.StatusCode.RESOURCE_EXHAUSTED] * 10
     stop.set()
     for call in flood:
         call.cancel()

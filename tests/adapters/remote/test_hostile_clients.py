@@ -30,7 +30,7 @@ import marlhub  # noqa: E402
 from marlhub.adapters.remote import connect  # noqa: E402
 from marlhub.adapters.remote.lockstep import compare_with_local  # noqa: E402
 from marlhub.errors import RemoteEnvError  # noqa: E402
-from tests.hostile import GROWTH_BOUND_MIB, HOSTILE_CALLS, rss_mib  # noqa: E402
+from tests.hostile import GROWTH_BOUND_MIB, HOSTILE_CALLS, ended, idle, rss_mib  # noqa: E402
 from tests.remote.servers import ServeProcess, serving  # noqa: E402
 
 TOKEN = "sesame"
@@ -58,21 +58,6 @@ def hosted() -> Iterator[ServeProcess]:
 
 def _good(address: str, **options: Any) -> tuple[Any, Any]:
     return connect(address, **options), marlhub.make("tic_tac_toe")
-
-
-def _idle(stop: threading.Event) -> Iterator[bytes]:
-    """A stream's requests that never come (until ``stop``)."""
-    stop.wait(60)
-    yield from ()
-
-
-def _ended(calls: list[Any], count: int, seconds: float = 10.0) -> list[Any]:
-    """The status codes of the calls that ended, once ``count`` did (or ``seconds`` passed)."""
-    end = time.monotonic() + seconds
-    while sum(call.done() for call in calls) < count and time.monotonic() < end:
-        time.sleep(0.02)
-    time.sleep(0.1)  # one more would have ended by now
-    return [call.code() for call in calls if call.done()]
 
 
 def _free_streams(process: Any, seconds: float = 10.0) -> None:
@@ -168,8 +153,8 @@ def test_floods_of_connections_and_worlds_are_refused_past_their_limits(served: 
     channel = grpc.insecure_channel(server.address)
     process = channel.stream_stream(PROCESS)
     stop = threading.Event()
-    flood = [process(_idle(stop)) for _ in range(12)]
-    refused = _ended(flood, 9)
+    flood = [process(idle(stop)) for _ in range(12)]
+    refused = ended(flood, 9)
     assert refused == [grpc.StatusCode.RESOURCE_EXHAUSTED] * 9  # 3 held, beside the good one
     with pytest.raises(RemoteEnvError, match="RESOURCE_EXHAUSTED"):
         connect(server.address)  # a newcomer is refused while the flood holds the streams
