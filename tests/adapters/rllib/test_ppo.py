@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,18 +61,22 @@ def test_example_prints_per_policy_returns(
     assert "mean return per policy: player1=" in line and ", player2=" in line
 
 
+def _one_flattening_iteration(config: Any, batch: int) -> dict[str, Any]:
+    """One ``train()`` of the guide's flattening PPO config, with batches of ``batch`` steps."""
+    algo = (config.env_runners(rollout_fragment_length=batch)
+            .training(train_batch_size_per_learner=batch, minibatch_size=batch // 2,
+                      num_epochs=1)
+            .debugging(seed=0)).build_algo()
+    try:
+        return algo.train()
+    finally:
+        algo.stop()
+
+
 def test_one_ppo_iteration_on_masked_dict_observations(ray_instance: None) -> None:
     # The RLlib guide's config: RLlib's FlattenObservations connector feeds PPO's module.
     pytest.importorskip("pyspiel")
-    config = (flattening_ppo_config("openspiel/kuhn_poker")
-              .env_runners(rollout_fragment_length=64)
-              .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
-              .debugging(seed=0))
-    algo = config.build_algo()
-    try:
-        result = algo.train()
-    finally:
-        algo.stop()
+    result = _one_flattening_iteration(flattening_ppo_config("openspiel/kuhn_poker"), 64)
     assert result["env_runners"]["num_env_steps_sampled_lifetime"] >= 64
     assert set(result["learners"]) >= {"player_0", "player_1"}
 
@@ -92,15 +97,7 @@ def test_ppo_trains_and_its_metrics_hold_the_hubs_returns(env_id: str,
     ReturnsRecorder.FINISHED[key] = []
     name = f"recorded/{env_id}"
     register_env(name, lambda config: to_rllib(ReturnsRecorder(marlhub.make(env_id), key)))
-    config = (flattening_ppo_config(env_id).environment(name)
-              .env_runners(rollout_fragment_length=128)
-              .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
-              .debugging(seed=0))
-    algo = config.build_algo()
-    try:
-        result = algo.train()
-    finally:
-        algo.stop()
+    result = _one_flattening_iteration(flattening_ppo_config(env_id).environment(name), 128)
     agents = marlhub.make(env_id).possible_agents
     assert set(result["learners"]) >= set(agents)  # every agent's policy learned
     paid = ReturnsRecorder.FINISHED[key]
