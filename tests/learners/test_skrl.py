@@ -22,6 +22,7 @@ from marlhub.core import ALL
 from marlhub.wrappers import IllegalActionWrapper
 from marlhub.wrappers.base import HubWrapper
 from tests.learners.replay import SlotReplay, without_mask
+from tests.skrl_learner import skrl_learner
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("skrl")
@@ -30,9 +31,6 @@ from skrl.envs.wrappers.torch import MultiAgentEnvWrapper  # noqa: E402
 from marlhub.learners import to_skrl  # noqa: E402
 from marlhub.vector import SyncVectorMultiAgentEnv  # noqa: E402
 
-#: skrl 2.1's configuration wants these per-agent dicts even when they are empty.
-PER_AGENT = ("learning_rate_scheduler_kwargs", "observation_preprocessor_kwargs",
-             "state_preprocessor_kwargs", "value_preprocessor_kwargs")
 
 
 @pytest.mark.parametrize("env_id, one_space", [
@@ -137,10 +135,7 @@ def test_skrl_trains_and_stores_the_hubs_returns(env_id: str, algorithm: str,
     if env_id.startswith("openspiel"):
         pytest.importorskip("pyspiel")
     from skrl.memories.torch import RandomMemory
-    from skrl.multi_agents.torch.ippo import IPPO
-    from skrl.multi_agents.torch.mappo import MAPPO
     from skrl.trainers.torch import SequentialTrainer
-    from skrl.utils.model_instantiators.torch import categorical_model, deterministic_model
 
     logging.getLogger("skrl").setLevel(logging.WARNING)
     logs: list[list[dict[Any, float]]] = [[], []]
@@ -150,19 +145,6 @@ def test_skrl_trains_and_stores_the_hubs_returns(env_id: str, algorithm: str,
         autoreset_mode="same_step", check_masks=not substitute)
     env = to_skrl(vector_env, one_space=env_id == "traffic")
     agents = env.possible_agents
-    critic_input = "STATES" if algorithm == "MAPPO" else "OBSERVATIONS"
-    models: dict[str, dict[str, Any]] = {}
-    for a in agents:
-        spaces = dict(observation_space=env.observation_space(a),
-                      state_space=env.state_space(a), action_space=env.action_space(a),
-                      device=env.device)
-        models[a] = {
-            "policy": categorical_model(**spaces, output="ACTIONS", network=[
-                {"name": "net", "input": "OBSERVATIONS", "layers": [32],
-                 "activations": "tanh"}]),
-            "value": deterministic_model(**spaces, output="ONE", network=[
-                {"name": "net", "input": critic_input, "layers": [32], "activations": "tanh"}]),
-        }
     memories = {a: RandomMemory(memory_size=32, num_envs=env.num_envs, device=env.device)
                 for a in agents}
     stored: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {a: [] for a in agents}
@@ -172,14 +154,7 @@ def test_skrl_trains_and_stores_the_hubs_returns(env_id: str, algorithm: str,
                               (tensors["terminated"] | tensors["truncated"])[:, 0].cpu().numpy()))
             add(**tensors)
         memory.add_samples = add_samples  # type: ignore[method-assign]
-    cls = MAPPO if algorithm == "MAPPO" else IPPO
-    learner = cls(possible_agents=agents, models=models, device=env.device, memories=memories,
-                  observation_spaces=env.observation_spaces, state_spaces=env.state_spaces,
-                  action_spaces=env.action_spaces,
-                  cfg={"rollouts": 32, "learning_epochs": 2, "mini_batches": 2,
-                       "experiment": {"directory": str(tmp_path), "write_interval": 0,
-                                      "checkpoint_interval": 0},
-                       **{key: {a: {} for a in agents} for key in PER_AGENT}})
+    learner, models = skrl_learner(env, algorithm, memories, tmp_path)
     torch.manual_seed(0)
     trainer = {"headless": True, "disable_progressbar": True}
     # skrl's models are lazy: their parameters exist after a first step

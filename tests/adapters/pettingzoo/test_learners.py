@@ -17,10 +17,8 @@ import pytest
 import marlhub
 from marlhub.adapters.pettingzoo import HubParallelEnv, to_pettingzoo
 from tests.adapters.recording import ReturnsRecorder
+from tests.skrl_learner import skrl_learner
 
-#: skrl 2.1's configuration wants these per-agent dicts even when they are empty.
-SKRL_PER_AGENT = ("learning_rate_scheduler_kwargs", "observation_preprocessor_kwargs",
-                  "state_preprocessor_kwargs", "value_preprocessor_kwargs")
 
 
 @pytest.mark.parametrize("algorithm", ["IPPO", "MAPPO"])
@@ -31,43 +29,16 @@ def test_skrl_trains_on_a_parallel_view_mappo_with_the_global_state(algorithm: s
     pytest.importorskip("skrl")
     from skrl.envs.wrappers.torch import wrap_env
     from skrl.memories.torch import RandomMemory
-    from skrl.multi_agents.torch.ippo import IPPO
-    from skrl.multi_agents.torch.mappo import MAPPO
     from skrl.trainers.torch import SequentialTrainer
-    from skrl.utils.model_instantiators.torch import (
-        categorical_model,
-        deterministic_model,
-    )
 
     logging.getLogger("skrl").setLevel(logging.WARNING)  # its info lines outlive pytest's capture
 
     hub = marlhub.make("mpe2/simple_spread-v3", {"api": "parallel", "max_cycles": 25})
     env = wrap_env(HubParallelEnv(hub), wrapper="pettingzoo")  # skrl's own wrapper
     agents = env.possible_agents
-    critic_input = "STATES" if algorithm == "MAPPO" else "OBSERVATIONS"
-    models: dict[str, dict[str, Any]] = {}
-    for a in agents:
-        spaces = dict(observation_space=env.observation_space(a),
-                      state_space=env.state_space(a), action_space=env.action_space(a),
-                      device=env.device)
-        models[a] = {
-            "policy": categorical_model(**spaces, output="ACTIONS", network=[
-                {"name": "net", "input": "OBSERVATIONS", "layers": [32], "activations": "tanh"}]),
-            "value": deterministic_model(**spaces, output="ONE", network=[
-                {"name": "net", "input": critic_input, "layers": [32], "activations": "tanh"}]),
-        }
     assert env.state_space(agents[0]) == hub.state_space  # MAPPO's critic sees the state
-    cls = MAPPO if algorithm == "MAPPO" else IPPO
-    agent = cls(possible_agents=agents, models=models, device=env.device,
-                memories={a: RandomMemory(memory_size=32, num_envs=env.num_envs,
-                                          device=env.device) for a in agents},
-                observation_spaces=env.observation_spaces, state_spaces=env.state_spaces,
-                action_spaces=env.action_spaces,
-                cfg={"rollouts": 32, "learning_epochs": 2, "mini_batches": 2,
-                     # No TensorBoard data or checkpoints (skrl writes them under ./runs).
-                     "experiment": {"directory": str(tmp_path), "write_interval": 0,
-                                    "checkpoint_interval": 0},
-                     **{key: {a: {} for a in agents} for key in SKRL_PER_AGENT}})
+    agent, models = skrl_learner(env, algorithm, {a: RandomMemory(
+        memory_size=32, num_envs=env.num_envs, device=env.device) for a in agents}, tmp_path)
     trainer_cfg = {"headless": True, "disable_progressbar": True}
     SequentialTrainer(env=env, agents=agent, cfg={**trainer_cfg, "timesteps": 1}).train()
     before = {a: {k: v.clone() for k, v in models[a]["policy"].state_dict().items()}
