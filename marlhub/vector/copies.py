@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Optional
 
+import gymnasium as gym
+
 from marlhub.core import ALL, AgentID, missing_protocol_members
 from marlhub.episode.status import flag
 from marlhub.errors import ProtocolError, VectorEnvError
@@ -52,9 +54,11 @@ __all__ = [
     "FINAL_INFO",
     "FINAL_OBS",
     "EnvCopy",
+    "RemoteCopy",
     "build_copy",
     "check_env_fns",
     "describe_env",
+    "describe_first",
     "same_step_infos",
 ]
 
@@ -169,3 +173,50 @@ def build_copy(env_fn: Callable[[], Any], index: int) -> Any:
         raise ProtocolError(env, missing, expected=f"env_fns[{index}] to return a MultiAgentEnv",
                             fix="Make it return a hub env, e.g. marlhub.convert(env, to='marlhub').")
     return env
+
+
+def describe_first(env_fns: Any) -> dict[str, Any]:
+    """The first copy's description, from a copy made here once (the async env's shared layouts)."""
+    probe = build_copy(env_fns[0], 0)
+    try:
+        return describe_env(probe)
+    finally:
+        probe.close()
+
+
+class RemoteCopy:
+    """The parent's view of a copy that lives in a worker: its agents and spaces.
+
+    It stands in ``AsyncVectorMultiAgentEnv.envs`` where the sync env has the envs
+    themselves, for code such as RLlib's env runner that reads
+    ``envs[i].unwrapped.possible_agents`` and ``get_observation_space(agent)``.
+
+    Attributes:
+        index: the copy's index; ``worker``: the worker that holds it.
+    """
+
+    def __init__(self, index: int, worker: int, description: dict[str, Any]) -> None:
+        self.index = index
+        self.worker = worker
+        self.possible_agents: list[AgentID] = description["possible_agents"]
+        self.observation_spaces: dict[AgentID, gym.Space] = description["observation_spaces"]
+        self.action_spaces: dict[AgentID, gym.Space] = description["action_spaces"]
+        self.metadata: dict[str, Any] = description["metadata"]
+        self.render_mode: Optional[str] = description["render_mode"]
+        self.masks_binding: bool = description["masks_binding"]
+
+    def get_observation_space(self, agent_id: AgentID) -> gym.Space:
+        """Return the observation space of ``agent_id`` in this copy."""
+        return self.observation_spaces[agent_id]
+
+    def get_action_space(self, agent_id: AgentID) -> gym.Space:
+        """Return the action space of ``agent_id`` in this copy."""
+        return self.action_spaces[agent_id]
+
+    @property
+    def unwrapped(self) -> "RemoteCopy":
+        """The copy itself (RLlib reads ``envs[i].unwrapped``)."""
+        return self
+
+    def __repr__(self) -> str:
+        return f"<RemoteCopy {self.index} in worker {self.worker} agents={self.possible_agents!r}>"

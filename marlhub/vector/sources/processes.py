@@ -2,7 +2,7 @@
 
 :class:`WorkerPool` starts ``num_workers`` processes running
 :func:`~marlhub.vector.sources.worker.worker_main`, each with a contiguous range of
-copies. :meth:`WorkerPool.receive` waits on every pipe *and* every process's
+copies. :meth:`WorkerPool.receive_any` waits on every pipe *and* every process's
 sentinel, so a worker that dies (a segfault, ``kill -9``, the out-of-memory
 killer) is noticed at once and raised as :class:`~marlhub.errors.WorkerError`
 naming its copies, never waited on forever. :meth:`WorkerPool.close` and a
@@ -119,15 +119,6 @@ class WorkerPool:
         """Return the worker that holds ``copy_index``."""
         return next(w for w, r in enumerate(self.ranges) if copy_index in r)
 
-    def send(self, messages: Sequence[tuple[str, Any]]) -> None:
-        """Send one request to each worker (``messages[w]`` to worker ``w``)."""
-        for w, message in enumerate(messages):
-            try:
-                self.conns[w].send(message)
-            except (BrokenPipeError, EOFError, OSError):
-                # The worker is gone; receive() says how.
-                pass
-
     def send_to(self, w: int, message: tuple[str, Any]) -> None:
         """Send one request to worker ``w``."""
         try:
@@ -165,34 +156,6 @@ class WorkerPool:
         for w, process in enumerate(self.processes):
             if not process.is_alive():
                 raise self.died(w, call)
-
-    def receive(self, call: str, timeout: Optional[float] = None) -> list[Reply]:
-        """Wait for one reply from every worker; return them in worker order.
-
-        Raises:
-            WorkerError: a worker died, or did not answer within ``timeout`` seconds.
-        """
-        replies: dict[int, Reply] = {}
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pending = set(range(len(self.conns)))
-        while pending:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            answered, ended = self._wait(pending, left)
-            if not answered and not ended:
-                w = min(pending)
-                raise self.error(w, call, f"did not answer within {timeout:g} s",
-                                 "The vector env cannot go on: close() it (which ends the workers) "
-                                 "and make a new one, or give the call more time.")
-            for w in sorted(answered | ended):
-                try:
-                    if w in answered or self.conns[w].poll():
-                        replies[w] = self.conns[w].recv()
-                        pending.discard(w)
-                        continue
-                except (EOFError, OSError):
-                    pass
-                raise self.died(w, call)
-        return [replies[w] for w in range(len(self.conns))]
 
     def _wait(self, workers: set[int], timeout: Optional[float]) -> tuple[set[int], set[int]]:
         """Wait until one of ``workers`` has a reply in its pipe or has ended (up to

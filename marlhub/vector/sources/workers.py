@@ -1,5 +1,9 @@
 """Many copies of a hub env in worker processes, observations through shared memory.
 
+Every call is requests to the workers and their answers, on one path
+(:mod:`marlhub.vector.sources.workers_cycle`); the processes are
+:mod:`~marlhub.vector.sources.processes`', their loop :mod:`~marlhub.vector.sources.worker`'s.
+
 Example:
     >>> from marlhub.envs import TicTacToe
     >>> with AsyncVectorMultiAgentEnv([TicTacToe] * 4, num_workers=2) as envs:
@@ -13,28 +17,22 @@ Example:
 from __future__ import annotations
 
 import multiprocessing
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
-import gymnasium as gym
-
 from marlhub.adapters.batched import group_agents
-from marlhub.core import AgentID
-from marlhub.errors import VectorEnvError, WorkerError
+from marlhub.errors import VectorEnvError
 from marlhub.vector.base import (
     SAME_STEP,
     VectorMultiAgentEnv,
     adopt_ray_base,
     parse_autoreset_mode,
-    reset_mask_of,
-    seeds_for,
     values_per_copy,
 )
 from marlhub.vector.book import ARRAYS, DICTS, CopyBook
-from marlhub.vector.copies import build_copy, check_env_fns, describe_env
+from marlhub.vector.copies import RemoteCopy, check_env_fns, describe_first
 from marlhub.vector.faces.group_actions import GroupActions
-from marlhub.vector.ready import ReadyCopies, rows_of
+from marlhub.vector.ready import ReadyCopies
 from marlhub.vector.sources.memory import (
     LENT_BLOCKS,
     ObsLayout,
@@ -47,44 +45,6 @@ from marlhub.vector.sources.processes import CLOSE_SECONDS, WorkerPool, default_
 from marlhub.vector.sources.workers_cycle import WorkerCycle
 
 __all__ = ["AsyncVectorMultiAgentEnv", "RemoteCopy"]
-
-
-class RemoteCopy:
-    """The parent's view of a copy that lives in a worker: its agents and spaces.
-
-    It stands in ``AsyncVectorMultiAgentEnv.envs`` where the sync env has the envs
-    themselves, for code such as RLlib's env runner that reads
-    ``envs[i].unwrapped.possible_agents`` and ``get_observation_space(agent)``.
-
-    Attributes:
-        index: the copy's index; ``worker``: the worker that holds it.
-    """
-
-    def __init__(self, index: int, worker: int, description: dict[str, Any]) -> None:
-        self.index = index
-        self.worker = worker
-        self.possible_agents: list[AgentID] = description["possible_agents"]
-        self.observation_spaces: dict[AgentID, gym.Space] = description["observation_spaces"]
-        self.action_spaces: dict[AgentID, gym.Space] = description["action_spaces"]
-        self.metadata: dict[str, Any] = description["metadata"]
-        self.render_mode: Optional[str] = description["render_mode"]
-        self.masks_binding: bool = description["masks_binding"]
-
-    def get_observation_space(self, agent_id: AgentID) -> gym.Space:
-        """Return the observation space of ``agent_id`` in this copy."""
-        return self.observation_spaces[agent_id]
-
-    def get_action_space(self, agent_id: AgentID) -> gym.Space:
-        """Return the action space of ``agent_id`` in this copy."""
-        return self.action_spaces[agent_id]
-
-    @property
-    def unwrapped(self) -> "RemoteCopy":
-        """The copy itself (RLlib reads ``envs[i].unwrapped``)."""
-        return self
-
-    def __repr__(self) -> str:
-        return f"<RemoteCopy {self.index} in worker {self.worker} agents={self.possible_agents!r}>"
 
 
 class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
@@ -153,31 +113,28 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         self.timeout = timeout
         self.shared_memory = shared_memory
         self.copy = copy
-        self._pending: Optional[str] = None
-        self._failure: Optional[str] = None
-        self._mask: Any = None
+        self.array_face = array_face
+        self._mask: Any = None  # the reset_mask of the synchronous reset under way
+        self._masked: set[str] = set()  # groups of the shared array face that have shown a mask
+        self._start_requests(self.num_workers)
         ctx = multiprocessing.get_context(context)
-        probe = _describe_first(self.env_fns) if shared_memory or array_face else None
+        probe = describe_first(self.env_fns) if shared_memory or array_face else None
         layout, buffers = self._shared_blocks(ctx, probe) if shared_memory else (None, None)
         self._slots = self._slot_block(ctx, probe) if array_face else None
-        self.array_face = array_face
-        self._masked: set[str] = set()  # groups of the array face that have shown a mask
         self._pool = WorkerPool(self.env_fns, self.num_workers, ctx, buffers, layout,
                                 self.autoreset_mode, daemon,
                                 (self._slots.layout, self._slot_buffer) if self._slots else None)
-        # send()/async_reset() requests each worker has yet to answer, oldest first:
-        # (what, copies, shared block)
-        self._requests: list[deque[tuple[str, list[int], int]]] = [
-            deque() for _ in range(self.num_workers)]
-        try:
-            descriptions = self._ready()
+        self._shared = SharedObs(layout, buffers, copy) if layout and buffers else None
+        try:  # each worker first answers with its copies' descriptions
+            for w, r in enumerate(self._pool.ranges):
+                self._requests[w].append(("start-up", list(r), 0))
+            answers = self._answers("start-up (building the envs)")
         except BaseException:
             self._pool.close(terminate=True)
             raise
-        self._shared = SharedObs(layout, buffers, copy) if layout and buffers else None
-        self._block = 0  # the block the call under way writes into
-        self.envs = [RemoteCopy(i, w, d) for w, d, i in _numbered(self._pool.ranges, descriptions)]
-        self._adopt_description(descriptions[0][0])
+        self.envs = [RemoteCopy(i, w, d) for w, (_, rows, _, descriptions) in enumerate(answers)
+                     for i, d in zip(rows, descriptions)]
+        self._adopt_description(answers[0][3][0])
         self._book = CopyBook(self.name(), self.num_envs, self.autoreset_mode,
                               [c.possible_agents for c in self.envs],
                               [c.get_action_space for c in self.envs],
@@ -213,58 +170,37 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         self._slot_buffer = ctx.RawArray("B", layout.nbytes)
         return SlotArrays(layout, self._slot_buffer)
 
-    def _ready(self) -> list[list[dict[str, Any]]]:
-        replies = self._pool.receive("start-up (building the envs)", self.timeout)
-        for status, payload in replies:
-            if status != "ok":
-                raise self._pool.raised(payload, "start-up (building the envs)")
-        return [payload for _, payload in replies]
-
-    # -- reset ----------------------------------------------------------------------
+    # -- the synchronous calls: requests to every worker, every answer awaited ----------
 
     def _reset(self, seed: Any, options: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
-        self._reset_async(seed, options)
+        self._mask = self._reset_request(seed, options, "reset", "reset()")[0]
+        self._pending = "reset"
         return self.reset_wait()
 
     def reset_async(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
         """Send the reset to the workers; :meth:`reset_wait` returns its results."""
-        if options is not None and "reset_mask" in options:
+        masked = options is not None and "reset_mask" in options
+        if masked:
             self._book.check_face(DICTS, "reset_async()")
-        self._reset_async(seed, options)
-        if options is None or "reset_mask" not in options:
-            self._book.claim_face(DICTS)
-
-    def _reset_async(self, seed: Any, options: Optional[dict[str, Any]]) -> None:
-        self._check_idle()
-        self._cycle.check_idle("reset()")
-        seeds = seeds_for(self.name(), seed, self.num_envs)
-        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
-        self._mask = mask
-        per_copy = [(seeds[i], rest) if mask is None or mask[i] else None
-                    for i in range(self.num_envs)]
-        block = self._block = self._shared.next_block() if self._shared is not None else 0
-        self._pool.send([("reset", (block, per_copy[r.start:r.stop])) for r in self._pool.ranges])
+        self._mask = self._reset_request(seed, options, "reset", "reset()")[0]
         self._pending = "reset"
+        if not masked:
+            self._book.claim_face(DICTS)
 
     def reset_wait(self, timeout: Optional[float] = None) -> tuple[list[Any], list[Any]]:
         """Wait for the reset sent by :meth:`reset_async`; return ``(obs_list, infos_list)``."""
-        payloads = self._collect("reset", timeout)
+        got: dict[int, tuple[Any, ...]] = {}
+        for answer in self._collect("reset", timeout):
+            got.update(zip(answer[1], self._results(answer)))
         obs: list[Any] = []
         infos: list[Any] = []
-        for i, payload in enumerate(payloads):
-            if payload is None:
-                ob, info = self._book.kept_by_masked_reset(i)
-            else:
-                ob = (self._shared.read(i, payload[0], self._block) if self._shared is not None
-                      else payload[0])
-                info = payload[1]
+        for i in range(self.num_envs):
+            ob, info = got[i] if i in got else self._book.kept_by_masked_reset(i)
             obs.append(ob)
             infos.append(info)
         self._book.record_reset(obs, infos, self._mask)
-        self._cycle.held(rows_of(self._mask, self.num_envs))
+        self._cycle.held(got)
         return obs, infos
-
-    # -- step -------------------------------------------------------------------------
 
     def _step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
         self._step_async(actions)
@@ -284,26 +220,21 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
     def _step_async(self, actions: Sequence[Any]) -> None:
         self._check_idle()
         self._cycle.check_idle("step()")
-        actions = self._book.check_actions(actions)
-        block = self._block = self._shared.next_block() if self._shared is not None else 0
-        self._pool.send([("step", (block, list(actions[r.start:r.stop]), None))
-                         for r in self._pool.ranges])
+        checked = self._book.check_actions(actions)
+        self._request("step", range(self.num_envs), lambda r, _, block: (
+            block, list(checked[r.start:r.stop]), None))
         self._pending = "step"
 
     def step_wait(self, timeout: Optional[float] = None) -> tuple[list[Any], ...]:
         """Wait for the step sent by :meth:`step_async`; return the five per-copy lists."""
-        payloads = self._collect("step", timeout)
-        shared, block = self._shared, self._block
-        results = []
-        outcomes = []
-        for i, (sent, rewards, terminateds, truncateds, infos, outcome) in enumerate(payloads):
-            obs = shared.read(i, sent, block) if shared is not None else sent
-            results.append((obs, rewards, terminateds, truncateds, infos))
-            outcomes.append(outcome)
+        results: list[tuple[Any, ...]] = []
+        outcomes: list[int] = []
+        for answer in self._collect("step", timeout):
+            for *result, outcome in self._results(answer):
+                results.append(result)  # type: ignore[arg-type]
+                outcomes.append(outcome)
         self._book.record_step(results, outcomes)
-        obs_list, rewards_list, terminateds_list, truncateds_list, infos_list = (
-            list(column) for column in zip(*results))
-        return obs_list, rewards_list, terminateds_list, truncateds_list, infos_list
+        return tuple(list(column) for column in zip(*results))
 
     # -- the array face in shared memory (array_face=True) ------------------------------
 
@@ -316,17 +247,11 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         """
         if self._slots is None:
             return super().reset_arrays(seed=seed, options=options)
-        self._check_idle()
-        self._cycle.check_idle("reset_arrays()")
-        seeds = seeds_for(self.name(), seed, self.num_envs)
-        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
-        if mask is not None:
+        if options is not None and "reset_mask" in options:
             self._book.check_face(ARRAYS, "reset_arrays()")
-        self._pool.send([("reset_arrays", ([(seeds[i], rest) if mask is None or mask[i] else None
-                                            for i in r], False)) for r in self._pool.ranges])
-        self._book.claim_face(ARRAYS)
-        if mask is None:
+        if self._reset_request(seed, options, "reset_arrays", "reset_arrays()")[0] is None:
             self._masked = set()
+        self._book.claim_face(ARRAYS)
         return self._array_batch("reset_arrays()")
 
     def step_arrays(self, actions: Any) -> Any:
@@ -346,26 +271,20 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         self._check_idle()
         self._cycle.check_idle("step_arrays()")
         self._book.check_face(ARRAYS, "step_arrays()")
-        binding = self._book.masks_binding[0]
-        slots, checker = self._slots, self._group_actions
-        masks = {name: slots.masks[name] for name in self._masked} if binding else {}
-        checked = checker.check(actions, slots.flags["acting"], masks)  # as the workers left them
-        for name, value in checked.items():
-            slots.actions[name][...] = checker.host(name, value)
-        self._pool.send([("step_arrays", None)] * self.num_workers)  # every copy
+        self._write_actions(actions, None)  # checked against the flags the workers left
+        self._request("step_arrays", range(self.num_envs), lambda *_: None)  # every copy
         return self._array_batch("step_arrays()")
 
     def _array_batch(self, call: str) -> Any:
         """Collect the workers' answers to ``call``; return the block's ArrayBatch."""
         self._pending = call
         infos: list[Any] = []
-        for worker_infos, masked in self._collect_workers(call):
+        for _, _, _, (worker_infos, masked) in self._collect(call):
             infos += worker_infos
             self._masked.update(masked)
-        slots = self._slots
-        assert slots is not None
-        return slots.batch(infos, sorted(self._masked), self.copy,
-                           self.autoreset_mode == SAME_STEP)
+        assert self._slots is not None
+        return self._slots.batch(infos, sorted(self._masked), self.copy,
+                                 self.autoreset_mode == SAME_STEP)
 
     # -- other calls ------------------------------------------------------------------
 
@@ -375,56 +294,18 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         The arguments and results travel pickled.
         """
         self._check_idle()
-        self._pool.send([("call", (name, args, kwargs))] * self.num_workers)
+        self._request("call", range(self.num_envs), lambda *_: (name, args, kwargs))
         self._pending = f"call({name!r})"
-        return tuple(self._collect(self._pending, None))
+        return tuple(result for answer in self._collect(self._pending) for result in answer[3])
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set attribute ``name`` of every copy: one value each (a list or tuple), or the same."""
         self._check_idle()
         values = values_per_copy(self.name(), values, self.num_envs)
-        self._pool.send([("setattr", (name, values[r.start:r.stop])) for r in self._pool.ranges])
+        self._request("setattr", range(self.num_envs),
+                      lambda r, *_: (name, values[r.start:r.stop]))
         self._pending = f"set_attr({name!r})"
-        self._collect(self._pending, None)
-
-    def _collect(self, call: str, timeout: Optional[float]) -> list[Any]:
-        """Wait for every worker's answer to ``call``; return one result per copy, in order."""
-        return [result for payload in self._collect_workers(call, timeout) for result in payload]
-
-    def _collect_workers(self, call: str, timeout: Optional[float] = None) -> list[Any]:
-        """Wait for every worker's answer to ``call``; return each worker's payload."""
-        if self.closed:
-            self._check_idle()
-        if self._pending != call:
-            raise VectorEnvError(self.name(), f"{call.split('(')[0]}_wait() was called but no "
-                                 f"{call} is under way (pending: {self._pending})",
-                                 f"Call {call.split('(')[0]}_async() first.")
-        try:
-            replies = self._pool.receive(call, self.timeout if timeout is None else timeout)
-        except WorkerError as exc:
-            self._failure = (f"copy {exc.copy_index} (worker {exc.worker_index}) {exc.reason} "
-                             f"during {call}")
-            raise
-        finally:
-            self._pending = None
-        failed = [payload for status, payload in replies if status != "ok"]
-        if failed:
-            error = self._pool.raised(min(failed, key=lambda p: p[0]), call)
-            self._book.broken = (f"copy {error.copy_index} raised {error.exception_type} in the "
-                                 f"last {call}, so the copies are out of step")
-            raise error
-        return [payload for _, payload in replies]
-
-    def _check_idle(self) -> None:
-        if self.closed:
-            raise VectorEnvError(self.name(), "it was closed", "Make a new vector env; close() "
-                                 "is final.")
-        if self._failure is not None:
-            raise VectorEnvError(self.name(), f"it cannot go on: {self._failure}",
-                                 "close() it (which ends the workers) and make a new one.")
-        if self._pending is not None:
-            raise VectorEnvError(self.name(), f"a {self._pending} is under way",
-                                 f"Call {self._pending.split('(')[0]}_wait() first.")
+        self._collect(self._pending)
 
     def close_extras(self, timeout: float = CLOSE_SECONDS, terminate: bool = False,
                      **kwargs: Any) -> None:
@@ -451,18 +332,3 @@ def _num_workers(name: str, num_workers: Any, num_envs: int) -> int:
         raise VectorEnvError(name, f"num_workers must be an integer >= 1, got {num_workers!r}",
                              "Pass e.g. num_workers=2, or None for one per core.")
     return min(num_workers, num_envs)
-
-
-def _numbered(ranges: list[range], descriptions: list[list[dict[str, Any]]]) -> list[
-        tuple[int, dict[str, Any], int]]:
-    return [(w, d, r.start + k) for w, r in enumerate(ranges)
-            for k, d in enumerate(descriptions[w])]
-
-
-def _describe_first(env_fns: Sequence[Callable[[], Any]]) -> dict[str, Any]:
-    """The first copy's description, from a copy made here once (for the shared layouts)."""
-    probe = build_copy(env_fns[0], 0)
-    try:
-        return describe_env(probe)
-    finally:
-        probe.close()

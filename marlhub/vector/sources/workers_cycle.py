@@ -1,26 +1,19 @@
-"""Whoever is ready first, in worker processes: ``async_reset``, ``recv`` and ``send`` of the
-async vector env, and their array forms.
+"""The one request path of the async vector env: every call is requests to workers and their answers.
 
-:class:`WorkerCycle` is the part of
-:class:`~marlhub.vector.AsyncVectorMultiAgentEnv` that runs the cycle of
-:mod:`marlhub.vector.ready`: ``send`` groups the copies by worker and sends each
-worker one request for its copies (queued behind any it has not answered yet);
-``recv`` takes in whatever answers have come (:meth:`WorkerPool.receive_any
-<marlhub.vector.sources.processes.WorkerPool.receive_any>` waits on every busy worker's
-pipe and process at once) until ``batch_size`` copies are ready. A worker
-answers for the copies of one request together, so copies of different
-workers never wait for each other. What arrives is recorded in the env's book
-(:meth:`~marlhub.vector.book.CopyBook.arrive_step` and the others).
+A call sends each worker that holds some of its copies one request naming them
+(:meth:`WorkerCycle._request`, queued per worker) and takes the answers in as
+they come (:meth:`WorkerCycle._replies`, which waits on every busy worker's pipe
+and process at once). The synchronous calls (``reset``, ``step``, their array
+forms, ``call``) wait for every answer (:meth:`WorkerCycle._collect`); the cycle
+(``async_reset``, ``send``, ``recv``) hands the answers to the book as they
+arrive, so copies of different workers never wait for each other. A copy that
+raised, a worker that died or one that did not answer in time is handled here,
+once for every call.
 
-With ``array_face=True`` the array forms run the same cycle on the shared arrays
-(:mod:`marlhub.vector.sources.memory`), as EnvPool's and PufferLib's ``recv`` and
-``send`` do: ``send_arrays(actions, copy_ids)`` checks the action rows at once
-(spaces, and the masks in shared memory), writes them into the shared action
-arrays and sends each worker one message naming its copies; the worker steps
-just those and writes just their rows, and only the infos dicts come back
-through the pipes. ``recv_arrays()`` copies the ready rows out of the block
-(with ``copy=False``, views of them where they are one run). A copy's rows are
-written only by a request that includes it, which it must be held for.
+With ``array_face=True`` the requests ``reset_arrays`` and ``step_arrays`` have the
+workers write their copies' rows of the shared arrays
+(:mod:`marlhub.vector.sources.memory`); the parent checks the action rows at once
+and writes them there first, and only the infos dicts come back through the pipes.
 
 Example:
     >>> import marlhub
@@ -44,159 +37,152 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
-from marlhub.errors import WorkerError
+from marlhub.errors import VectorEnvError, WorkerError
 from marlhub.vector.arguments import reset_mask_of, seeds_for
 from marlhub.vector.autoreset import SAME_STEP
 from marlhub.vector.book import ARRAYS, DICTS
 from marlhub.vector.faces.arrays import row_index
-from marlhub.vector.ready import (
-    ReadyCopies,
-    Received,
-    ReceivedArrays,
-    count_of,
-    received,
-    rows_of,
-)
+from marlhub.vector.ready import Received, ReceivedArrays, count_of, received, rows_of
 
 if TYPE_CHECKING:
     from marlhub.vector.book import CopyBook
     from marlhub.vector.faces.group_actions import GroupActions
-    from marlhub.vector.sources.processes import WorkerPool
+    from marlhub.vector.ready import ReadyCopies
     from marlhub.vector.sources.memory import SharedObs, SlotArrays
+    from marlhub.vector.sources.processes import WorkerPool
 
-__all__ = ["WorkerCycle"]
+__all__ = ["Answer", "WorkerCycle"]
+
+#: One answered request: ``(what, its copies, its shared block, the worker's payload)``.
+Answer = tuple[str, list[int], int, Any]
+
+#: Requests whose failure leaves the copies out of step (a reset must follow).
+_MOVES = ("reset", "step", "reset_arrays", "step_arrays")
 
 
 class WorkerCycle:
-    """``async_reset``, ``recv`` and ``send`` of the async vector env (see the module)."""
+    """Requests, answers and the ``recv``/``send`` cycle of the async vector env (see the module)."""
 
-    if TYPE_CHECKING:  # what the async vector env provides
+    if TYPE_CHECKING:  # what the async vector env sets up
         num_envs: int
-        autoreset_mode: str
         timeout: Optional[float]
+        copy: bool
+        autoreset_mode: str
         _pool: WorkerPool
         _book: CopyBook
-        _shared: Optional[SharedObs]
         _cycle: ReadyCopies
-        _requests: list[deque[tuple[str, list[int], int]]]
-        _failure: Optional[str]
+        _shared: Optional[SharedObs]
         _slots: Optional[SlotArrays]
         _group_actions: GroupActions
         _masked: set[str]
-        copy: bool
 
         def name(self) -> str: ...
 
-        def _check_idle(self) -> None: ...
+    # -- requests and answers: the one path of every call ------------------------------
 
+    def _start_requests(self, num_workers: int) -> None:
+        # per worker, the requests it has yet to answer, oldest first: (what, copies, block)
+        self._requests: list[deque[tuple[str, list[int], int]]] = [
+            deque() for _ in range(num_workers)]
+        self._pending: Optional[str] = None  # the synchronous call under way
+        self._failure: Optional[str] = None  # why the env cannot go on
 
-    def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
-        """Start a reset of every copy (or of those ``options["reset_mask"]`` selects, which
-        must be held or parked) for ``recv`` in ``face``, built from the copies' dicts;
-        ``recv`` returns them as their workers answer, rewards ``{}`` and done flags False."""
-        call = "async_reset()" if face == DICTS else "async_reset_arrays()"
-        seeds, mask, rest, rows = self._resets_to_start(seed, options, call, face)
-        self._request("reset", rows, lambda r, mine, block: (
-            block, [(seeds[i], rest) if i in mine else None for i in r]))
-
-    def _resets_to_start(self, seed: Any, options: Optional[dict[str, Any]], call: str,
-                         face: str) -> tuple[list[Any], Optional[np.ndarray],
-                                             Optional[dict[str, Any]], list[int]]:
-        """The seeds, reset mask, options for the copies and rows of ``call`` (an
-        ``async_reset`` of ``face``, which a reset of every copy claims), once the copies it
-        resets are found resettable and the workers alive."""
-        self._check_idle()
-        seeds = seeds_for(self.name(), seed, self.num_envs)
-        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
-        rows = rows_of(mask, self.num_envs)
-        if mask is None:
-            self._cycle.check_idle(call)
-        else:
-            self._book.check_face(face, call, cycle=True)
-            self._cycle.check_resettable(rows)
-        self._check_workers(call)
-        if mask is None:
-            self._book.claim_face(face)
-        return seeds, mask, rest, rows
-
-    def _request(self, what: str, rows: list[int],
+    def _request(self, what: str, rows: Sequence[int],
                  payload: Callable[[range, list[int], int], Any]) -> None:
         """Send each worker that holds some of the copies ``rows`` one request ``(what,
-        payload(its copies, those of rows, shared block))``, queue it for :meth:`_pump`, and
-        mark ``rows`` running. Only the dict face's requests take a block of shared
-        observations."""
+        payload(its copies, those of rows, shared block))`` and queue it. Only the dict
+        face's resets and steps write observations into a shared block."""
         shared = self._shared if what in ("reset", "step") else None
+        every = len(rows) == self.num_envs
         for w, r in enumerate(self._pool.ranges):
-            mine = [i for i in rows if i in r]
+            mine = list(r) if every else [i for i in rows if i in r]
             if mine:
                 block = shared.next_block() if shared is not None else 0
                 self._pool.send_to(w, (what, payload(r, mine, block)))
                 self._requests[w].append((what, mine, block))
-        self._cycle.start(rows)
 
-    def _send(self, actions: Sequence[Any], copy_ids: Any) -> None:
-        """Send the copies ``copy_ids`` their actions (``actions[k]`` for ``copy_ids[k]``), one
-        request per worker; ``recv`` returns their results as they come (a dead worker
-        raises :class:`~marlhub.errors.WorkerError`)."""
-        self._check_idle()
-        rows = self._cycle.check_send(copy_ids, count_of(self.name(), actions))
-        checked = self._book.check_rows(actions, rows)
-        self._check_workers("send()")
-        position = {i: k for k, i in enumerate(rows)}
-        self._request("step", rows, lambda r, mine, block: (
-            block, [checked[position[i]] for i in mine], [i - r.start for i in mine]))
+    def _replies(self, call: str, timeout: Optional[float] = None) -> list[Answer]:
+        """Wait for at least one answer; return every answered request, its worker's oldest.
 
-    def _recv(self) -> Received:
-        """Wait for the next ``batch_size`` copies to be ready (fewer when no more can come)
-        and return their results, first in first: a :class:`~marlhub.errors.WorkerError`
-        when a worker died (whatever other copies are ready), a copy raised, or no worker
-        answered within the vector env's ``timeout``."""
-        self._check_idle()
-        self._check_workers("recv()")
-        while self._cycle.ready_count() < self._cycle.batch_size and self._cycle.running:
-            self._pump()
-        rows, results = self._cycle.take_some()
-        return received(rows, results)
-
-    def _pump(self) -> None:
-        """Take in every answer the workers have for send()/async_reset() (waiting for one)."""
+        Raises:
+            WorkerError: a worker died or did not answer within ``timeout`` (the env's by
+                default), or a copy raised (the other requests are waited out first).
+        """
         busy = [w for w, pending in enumerate(self._requests) if pending]
         try:
-            replies = self._pool.receive_any(busy, "recv()", self.timeout)
+            replies = self._pool.receive_any(busy, call, self.timeout if timeout is None
+                                             else timeout)
         except WorkerError as exc:
-            self._failure = f"copy {exc.copy_index} (worker {exc.worker_index}) {exc.reason}"
+            self._failure = (f"copy {exc.copy_index} (worker {exc.worker_index}) {exc.reason} "
+                             f"during {call}")
             raise
-        # every reply read here answers its worker's oldest request: take them all off the
-        # queues first, so that a copy's error does not wait out an answer read already
         answered = [(self._requests[w].popleft(), reply) for w, reply in replies]
-        for (what, rows, block), (status, payload) in answered:
-            if status != "ok":
-                error = self._pool.raised(payload, f"recv() ({what})")
+        failed = [(what, payload) for (what, _, _), (status, payload) in answered
+                  if status != "ok"]
+        if failed:
+            what, payload = min(failed, key=lambda f: f[1][0])
+            error = self._pool.raised(payload, call)
+            if what in _MOVES and self._book is not None:
                 self._book.broken = (f"copy {error.copy_index} raised {error.exception_type} "
                                      f"in a {what}, so the copies are out of step")
-                self._drain()
-                raise error
-            if what in ("reset_arrays", "step_arrays"):  # the rows are in shared memory
-                self._arrived_arrays(rows, *payload)
-                continue
-            if what == "reset":
-                payload = [p for p in payload if p is not None]
-                self._book.arrive_reset(rows, [self._read(i, p[0], block)
-                                               for i, p in zip(rows, payload)],
-                                        [p[1] for p in payload])
-            else:
-                self._book.arrive_step(rows, [(self._read(i, p[0], block), *p[1:5])
-                                              for i, p in zip(rows, payload)],
-                                       [p[5] for p in payload])
+            self._drain(call)
+            raise error
+        return [(what, rows, block, payload)
+                for (what, rows, block), (_, payload) in answered]
 
-    def _drain(self) -> None:
+    def _collect(self, call: str, timeout: Optional[float] = None) -> list[Answer]:
+        """Wait for every answer to ``call``, the synchronous call under way; return them in
+        the order of their copies."""
+        if self._pending != call or self.closed:  # type: ignore[attr-defined]
+            self._check_idle(pending=call)
+        try:
+            return self._answers(call, timeout)
+        finally:
+            self._pending = None
+
+    def _answers(self, call: str, timeout: Optional[float] = None) -> list[Answer]:
+        """Every answer to the requests under way, in the order of their copies."""
+        answered: list[Answer] = []
+        while any(self._requests):
+            answered += self._replies(call, timeout)
+        return sorted(answered, key=lambda answer: answer[1][0])
+
+    def _drain(self, call: str) -> None:
         """After a copy raised: wait out every request still under way and drop what waits for
         ``recv``, so that a ``reset()`` can start over."""
         while any(self._requests):
             busy = [w for w, pending in enumerate(self._requests) if pending]
-            for w, _ in self._pool.receive_any(busy, "recv()", self.timeout):
+            for w, _ in self._pool.receive_any(busy, call, self.timeout):
                 self._requests[w].popleft()
         self._cycle.clear()
+
+    def _results(self, answer: Answer) -> list[tuple[Any, ...]]:
+        """One result per copy of an answered ``reset`` (obs, infos) or ``step`` (the 5-tuple and
+        the copy's outcome), its observations read from the shared block."""
+        what, rows, block, payload = answer
+        if what == "reset":  # None for the copies a reset_mask leaves alone
+            payload = [p for p in payload if p is not None]
+        shared = self._shared
+        if shared is None:
+            return [tuple(p) for p in payload]
+        return [(shared.read(i, p[0], block), *p[1:]) for i, p in zip(rows, payload)]
+
+    def _check_idle(self, pending: Optional[str] = None) -> None:
+        """Raise when closed, broken, or (unless it is ``pending``) a synchronous call is under way."""
+        if self.closed:  # type: ignore[attr-defined]
+            raise VectorEnvError(self.name(), "it was closed", "Make a new vector env; close() "
+                                 "is final.")
+        if self._failure is not None:
+            raise VectorEnvError(self.name(), f"it cannot go on: {self._failure}",
+                                 "close() it (which ends the workers) and make a new one.")
+        if self._pending != pending:
+            verb = (pending or self._pending or "").split("(")[0]
+            if pending is not None:
+                raise VectorEnvError(self.name(), f"{verb}_wait() was called but no {pending} "
+                                     f"is under way (pending: {self._pending})",
+                                     f"Call {verb}_async() first.")
+            raise VectorEnvError(self.name(), f"a {self._pending} is under way",
+                                 f"Call {verb}_wait() first.")
 
     def _check_workers(self, call: str) -> None:
         try:
@@ -205,23 +191,80 @@ class WorkerCycle:
             self._failure = f"copy {exc.copy_index} (worker {exc.worker_index}) {exc.reason}"
             raise
 
-    def _read(self, i: int, sent: Any, block: int) -> Any:
-        return self._shared.read(i, sent, block) if self._shared is not None else sent
+    # -- the cycle: async_reset, send and recv -----------------------------------------
 
-    # -- the array face in shared memory (array_face=True) -------------------------------
+    def _reset_request(self, seed: Any, options: Optional[dict[str, Any]], what: str,
+                       call: str, face: Optional[str] = None) -> tuple[Any, list[int]]:
+        """Request a reset of every copy (or of those ``options["reset_mask"]`` selects): of the
+        cycle in ``face`` (which its copies must allow), else a synchronous one; return the
+        mask and the copies reset. The array face's request takes no block."""
+        self._check_idle()
+        seeds = seeds_for(self.name(), seed, self.num_envs)
+        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
+        rows = rows_of(mask, self.num_envs)
+        if face is None or mask is None:
+            self._cycle.check_idle(call)
+        else:
+            self._book.check_face(face, call, cycle=True)
+            self._cycle.check_resettable(rows)
+        self._check_workers(call)
+        resets = [(seeds[i], rest) if mask is None or mask[i] else None
+                  for i in range(self.num_envs)]
+        if what == "reset":
+            self._request(what, rows, lambda r, _, block: (block, resets[r.start:r.stop]))
+        else:  # only the copies reset write their rows (async_reset), or every copy
+            only = face is not None
+            self._request(what, rows if only else range(self.num_envs),
+                          lambda r, _, block: (resets[r.start:r.stop], only))
+        return mask, rows
 
-    def async_reset_arrays(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
-        """Start a reset of every copy (or of those ``options["reset_mask"]`` selects, which
-        must be held or parked) on the array face; :meth:`recv_arrays` returns them as their
-        workers answer, rewards zero and done flags False."""
-        if self._slots is None:  # built from the copies' dicts
-            return super().async_reset_arrays(seed, options)  # type: ignore[misc]
-        seeds, mask, rest, rows = self._resets_to_start(seed, options, "async_reset_arrays()",
-                                                        ARRAYS)
+    def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
+        """Start a reset for ``recv`` in ``face``: built from the copies' dicts, or (the array
+        face of ``array_face=True``) written by the workers into shared memory."""
+        call = "async_reset()" if face == DICTS else "async_reset_arrays()"
+        what = "reset_arrays" if face == ARRAYS and self._slots is not None else "reset"
+        mask, rows = self._reset_request(seed, options, what, call, face)
         if mask is None:
-            self._masked = set()
-        self._request("reset_arrays", rows, lambda r, mine, _: (
-            [(seeds[i], rest) if i in mine else None for i in r], True))
+            self._book.claim_face(face)
+            if what == "reset_arrays":
+                self._masked = set()
+        self._cycle.start(rows)
+
+    def _send(self, actions: Sequence[Any], copy_ids: Any) -> None:
+        """Send the copies ``copy_ids`` their action dicts (``actions[k]`` for ``copy_ids[k]``),
+        one request per worker; ``recv`` returns their results as they come."""
+        self._check_idle()
+        rows = self._cycle.check_send(copy_ids, count_of(self.name(), actions))
+        checked = self._book.check_rows(actions, rows)
+        self._check_workers("send()")
+        position = {i: k for k, i in enumerate(rows)}
+        self._request("step", rows, lambda r, mine, block: (
+            block, [checked[position[i]] for i in mine], [i - r.start for i in mine]))
+        self._cycle.start(rows)
+
+    def _recv(self) -> Received:
+        rows, results = self._take("recv()")
+        return received(rows, results)
+
+    def _take(self, call: str) -> tuple[list[int], list[Any]]:
+        """Take in answers until ``batch_size`` copies are ready (or none runs); hand them out."""
+        self._check_idle()
+        self._check_workers(call)
+        cycle = self._cycle
+        while cycle.ready_count() < cycle.batch_size and cycle.running:
+            for answer in self._replies(call):
+                what, rows, _, payload = answer
+                if what in ("reset_arrays", "step_arrays"):  # the rows are in shared memory
+                    self._arrived_arrays(rows, *payload)
+                elif what == "reset":
+                    obs, infos = zip(*self._results(answer))
+                    self._book.arrive_reset(rows, obs, infos)
+                else:
+                    results = self._results(answer)
+                    self._book.arrive_step(rows, [r[:5] for r in results], [r[5] for r in results])
+        return cycle.take_some()
+
+    # -- the cycle of the array face in shared memory (array_face=True) ------------------
 
     def send_arrays(self, actions: Any, copy_ids: Any) -> None:
         """Send the copies ``copy_ids`` their actions: per group, one row per copy id
@@ -229,55 +272,49 @@ class WorkerCycle:
         worker; :meth:`recv_arrays` returns their results as they come.
 
         Raises:
-            VectorEnvError: a copy that is not held (not returned by the last
-                :meth:`recv_arrays`, or sent twice), or arrays of the wrong groups, shape or
-                dtype.
-            ActionError: an acting slot's action outside its space or mask (group, copy and
-                agent named); nothing was sent.
+            VectorEnvError: a copy that is not held, or arrays of the wrong groups, shape or dtype.
+            ActionError: an acting slot's action outside its space or mask; nothing was sent.
             WorkerError: a worker died.
         """
-        if self._slots is None:
+        if self._slots is None:  # built from the copies' dicts
             return super().send_arrays(actions, copy_ids)  # type: ignore[misc]
-        slots = self._slots
         self._check_idle()
         self._book.check_face(ARRAYS, "send_arrays()", cycle=True)
         rows = self._cycle.check_send(copy_ids)
-        where = row_index(rows)
-        binding = self._book.masks_binding[0]
-        acting = {name: flags[where] for name, flags in slots.flags["acting"].items()}
-        masks = {name: slots.masks[name][where] for name in self._masked} if binding else {}
-        checker = self._group_actions
-        checked = checker.check(actions, acting, masks, copy_ids=rows)
-        for name, value in checked.items():
-            slots.actions[name][where] = checker.host(name, value)
+        self._write_actions(actions, rows)
         self._check_workers("send_arrays()")
         self._request("step_arrays", rows, _copies_of_worker)
+        self._cycle.start(rows)
 
     def recv_arrays(self) -> ReceivedArrays:
-        """Wait for the next ``batch_size`` copies to be ready (fewer when no more can come)
-        and return their rows, as :class:`ReceivedArrays`: the
-        :class:`~marlhub.vector.faces.arrays.ArrayBatch` and ``copy_ids``. Its arrays are copies
-        of the shared rows; with ``copy=False`` views of them when the copy ids are one
-        ascending run (one worker's copies, or neighbours), valid until those copies are
-        sent again.
+        """The next ``batch_size`` ready copies' rows, as :class:`ReceivedArrays`: copies of the
+        shared rows, or with ``copy=False`` views of them where the copy ids are one ascending
+        run (valid until those copies are sent again).
 
         Raises:
             VectorEnvError: no copy is running or ready, or the face holds dicts.
-            WorkerError: a worker died (whatever other copies are ready), a copy raised,
-                or no worker answered within the vector env's ``timeout``.
+            WorkerError: a worker died, a copy raised, or no worker answered in time.
         """
         if self._slots is None:
             return super().recv_arrays()  # type: ignore[misc]
-        slots = self._slots
         self._check_idle()
         self._book.check_face(ARRAYS, "recv_arrays()", cycle=True)
-        self._check_workers("recv_arrays()")
-        while self._cycle.ready_count() < self._cycle.batch_size and self._cycle.running:
-            self._pump()
-        rows, infos = self._cycle.take_some()
-        batch = slots.batch(infos, sorted(self._masked), self.copy,
-                            self.autoreset_mode == SAME_STEP, rows)
+        rows, infos = self._take("recv_arrays()")
+        batch = self._slots.batch(infos, sorted(self._masked), self.copy,
+                                  self.autoreset_mode == SAME_STEP, rows)
         return ReceivedArrays(batch, np.asarray(rows, dtype=np.int64))
+
+    def _write_actions(self, actions: Any, rows: Optional[list[int]]) -> None:
+        """Check the action rows of the copies ``rows`` (None: every copy) against their acting
+        slots and masks, all at once, and write them into the shared action arrays."""
+        slots, checker = self._slots, self._group_actions
+        assert slots is not None
+        where = slice(None) if rows is None else row_index(rows)
+        acting = {name: flags[where] for name, flags in slots.flags["acting"].items()}
+        masks = {name: slots.masks[name][where] for name in self._masked} \
+            if self._book.masks_binding[0] else {}
+        for name, value in checker.check(actions, acting, masks, copy_ids=rows).items():
+            slots.actions[name][where] = checker.host(name, value)
 
     def _arrived_arrays(self, rows: Sequence[int], infos: Sequence[Any],
                         masked: Sequence[str]) -> None:
@@ -291,8 +328,7 @@ class WorkerCycle:
 
 def _copies_of_worker(copies: range, mine: list[int], _block: int) -> Optional[list[int]]:
     """The copies ``mine`` of the worker that holds ``copies``, by their index there; None
-    when they are all of its copies in order (the worker then steps them as in
-    ``step_arrays``, on whole slices of its rows).
+    when they are all of its copies in order (the worker then steps them on whole slices).
 
     Example:
         >>> worker = range(4, 8)
