@@ -9,7 +9,7 @@ separate process that runs its own loop and asks for actions through
    They decide at different times (the helper every other turn), so each request
    names only the agents that decide now; rewards are logged after each turn.
 2. The learner: ``register_with_ray("external/HOST:PORT")`` names the id for
-   RLlib, and marlhub's :class:`~marlhub.vector.rllib.VectorEnvRunner` makes ONE
+   RLlib, and marlhub's :class:`~marlhub.learners.rllib_runner.VectorEnvRunner` makes ONE
    server whose ``num_envs_per_env_runner`` copies are the simulators' concurrent
    episodes. The first simulator to connect declares the agents and spaces.
 3. PPO trains one shared policy; each iteration prints the mean episode return,
@@ -85,7 +85,7 @@ def train(iterations: int, simulators: int) -> list[float]:
     from ray.rllib.algorithms.ppo import PPOConfig
 
     from marlhub.registry import register_with_ray
-    from marlhub.vector.rllib import VectorEnvRunner
+    from marlhub.learners.rllib_runner import VectorEnvRunner
 
     address = free_address()
     processes = [subprocess.Popen([sys.executable, __file__, "--simulator", address, str(k)])

@@ -8,7 +8,7 @@
    as arrays of shape ``(copies, agents, ...)``, with ``acting`` and
    ``action_mask`` arrays, as array learners take them.
 3. ``--rllib``: one PPO iteration of RLlib sampling from the async vector env
-   (``marlhub.vector.rllib.VectorEnvRunner``, ``gym_env_vectorize_mode="async"``).
+   (``marlhub.learners.rllib_runner.VectorEnvRunner``, ``gym_env_vectorize_mode="async"``).
 
 Run it with ``python examples/vector_envs.py [--steps 200] [--rllib]``.
 """
@@ -74,7 +74,7 @@ def rllib_iteration() -> dict[str, Any]:
     from ray.rllib.algorithms.ppo import PPOConfig
 
     from marlhub.registry import register_with_ray
-    from marlhub.vector.rllib import VectorEnvRunner
+    from marlhub.learners.rllib_runner import VectorEnvRunner
 
     (name,) = register_with_ray("tic_tac_toe")
     started = not ray.is_initialized()

@@ -45,6 +45,7 @@ RENAMED_MODULES: dict[str, tuple[str, ...]] = {
     "marlhub.vector.worker_arrays": ("marlhub.vector.sources.worker",),
     "marlhub.vector.async_cycle": ("marlhub.vector.sources.workers_cycle",),
     "marlhub.vector.array_cycle": ("marlhub.vector.sources.workers_cycle",),
+    "marlhub.vector.rllib": ("marlhub.learners.rllib_runner",),
     "marlhub.adapters.groups": ("marlhub.wrappers.groups",),
     "marlhub.adapters._pettingzoo_from": (
         "marlhub.adapters.pettingzoo.adapter", "marlhub.episode.actions"),

@@ -19,14 +19,18 @@ Example:
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
 import types
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from types import ModuleType
 from typing import Any, Optional
 
 from marlhub.errors import MissingDependencyError
 
-__all__ = ["derives_from", "import_backend", "is_missing", "mixed_into"]
+__all__ = ["derives_from", "import_backend", "is_missing", "mixed_into", "when_imported"]
 
 
 def derives_from(obj: Any, bases: Collection[tuple[str, str]]) -> bool:
@@ -108,3 +112,52 @@ def import_backend(module: str, *, package: Optional[str], extra: str, feature: 
                 raise
             missing = package
         raise MissingDependencyError(missing, extra, feature, install=install) from exc
+
+
+def when_imported(name: str, callback: Callable[[ModuleType], Any]) -> None:
+    """Call ``callback(module)`` once module ``name`` of an optional backend has run: now if
+    it is imported already, else right after its import (by anyone) executes it. Nothing is
+    imported here, and nothing is hooked when the module's package is not installed.
+
+    Example:
+        >>> seen = []
+        >>> when_imported("json", lambda module: seen.append(module.__name__))
+        >>> seen
+        ['json']
+    """
+    if name in sys.modules:
+        callback(sys.modules[name])
+        return
+    try:
+        installed = importlib.util.find_spec(name.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        installed = False
+    if installed:
+        sys.meta_path.insert(0, _AfterImport(name, callback))
+
+
+class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds module ``name`` as the path finder does, and runs ``callback`` after its loader."""
+
+    def __init__(self, name: str, callback: Callable[[ModuleType], Any]) -> None:
+        self.name, self.callback = name, callback
+        self.loader: Any = None
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]],
+                  target: Optional[ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:
+        if fullname != self.name:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is not None and spec.loader is not None:
+            self.loader, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Optional[ModuleType]:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        self.callback(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ... of the real loader
+        return getattr(self.loader, name)

@@ -42,7 +42,7 @@ from marlhub.episode.prechecked import actions_prechecked
 from marlhub.external.copies import DEFAULT_TIMEOUT, ExternalCopy
 from marlhub.external.episodes import END, EpisodeBook
 from marlhub.vector.autoreset import NEXT_STEP, SAME_STEP
-from marlhub.vector.ready import RUNNING, Received, count_of, received
+from marlhub.vector.ready import RUNNING, Received, received
 from marlhub.vector.sources.in_process import SyncVectorMultiAgentEnv
 
 __all__ = ["ExternalVectorEnv"]
@@ -93,7 +93,10 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
     def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
         """Let every copy (or those ``options["reset_mask"]`` selects) claim a new episode;
         :meth:`recv` returns each as soon as its first request is in."""
-        _, _, rows = self._rows_to_reset(options, face)
+        self._check_open()
+        mask, _, rows = self._book.start_reset(options, face)
+        if mask is None:
+            self._book.claim_face(face)
         for i in rows:
             self.envs[i].let_go(f"the learner reset copy {i} in the middle of the episode")
             self._resetting.add(i)
@@ -103,8 +106,7 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
         """Answer the requests of exactly the copies ``copy_ids`` (``actions[k]`` for
         ``copy_ids[k]``); their next requests come from :meth:`recv`."""
         self._check_open()
-        rows = self._cycle.check_send(copy_ids, count_of(self.name(), actions))
-        checked = self._book.check_rows(actions, rows)
+        rows, checked = self._book.check_send(actions, copy_ids)
         with actions_prechecked():
             self._before_steps(rows, checked)
         self._cycle.start(rows)

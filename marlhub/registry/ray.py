@@ -87,7 +87,7 @@ class RayEnvCreator:
     def make_vector(self, config: Optional[Mapping[str, Any]], num_envs: int) -> Any:
         """The vector env of ``num_envs`` copies the id's family makes itself (``external/``:
         one server, the copies its concurrent episodes), or None for ids made copy by copy.
-        :class:`~marlhub.vector.rllib.VectorEnvRunner` asks for it."""
+        :class:`~marlhub.learners.rllib_runner.VectorEnvRunner` asks for it."""
         from marlhub.registry.vector import make_vec, own_vector_maker
 
         if self.creator is not None or own_vector_maker(self.env_id) is None:

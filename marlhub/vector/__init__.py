@@ -1,23 +1,11 @@
-"""Vector envs: many copies of a hub env in one call, in this process or in worker processes.
+"""Vector envs: many copies of a hub env in one call, in this process, in workers or batched.
 
-* :class:`SyncVectorMultiAgentEnv` steps the copies one after another here;
-  :class:`AsyncVectorMultiAgentEnv` in worker processes, observations through
-  shared memory. Both are call-compatible with RLlib's ``VectorMultiAgentEnv``
-  (and subclasses of it once Ray has loaded it; ``import marlhub`` loads no Ray,
-  see :mod:`marlhub.vector.base`): lists of per-copy dicts in and out,
-  copy ``i`` seeded ``seed + i``, identical copy by copy to separately made envs.
-* :class:`BatchedVectorEnv`: ONE natively batched simulator (VMAS, a batched
-  TorchRL env) as a vector env, its arrays read per group with no per-copy
-  Python (``reset_arrays`` / ``step_arrays``), lists of dicts built from them.
-* :data:`AUTORESET_MODES`: what a copy does when its episode ends
-  (:mod:`marlhub.vector.copies`).
-* :class:`AgentSlotVectorEnv`: a ``gymnasium.vector.VectorEnv`` face over fixed
-  agent slots, arrays of shape ``(num_envs, num_agents, ...)`` with ``acting`` and
-  ``alive`` masks, for array learners.
-* ``VectorEnvRunner`` (:mod:`marlhub.vector.rllib`, imports Ray): RLlib's
-  multi-agent env runner sampling from an async vector env.
-
-``marlhub.make_vec(env_id, num_envs)`` builds one from a registry id.
+Sources (:mod:`marlhub.vector.sources`): :class:`SyncVectorMultiAgentEnv` steps the copies
+here, :class:`AsyncVectorMultiAgentEnv` in worker processes, :class:`BatchedVectorEnv`
+is one natively batched simulator. Each has every face of :class:`VectorMultiAgentEnv`
+(lists of per-copy dicts, call-compatible with RLlib's; arrays per group; ``recv``/``send``)
+and :class:`AgentSlotVectorEnv` over its arrays. ``marlhub.make_vec(env_id, num_envs)``
+builds one from a registry id; :data:`AUTORESET_MODES` says what an ended copy does.
 
 Example:
     >>> from marlhub.envs import TicTacToe
@@ -37,22 +25,12 @@ from marlhub.vector.sources.batched import BatchedVectorEnv
 from marlhub.vector.sources.in_process import SyncVectorMultiAgentEnv
 from marlhub.vector.sources.workers import AsyncVectorMultiAgentEnv, RemoteCopy
 
-__all__ = [
-    "AUTORESET_MODES",
-    "AgentSlotVectorEnv",
-    "AsyncVectorMultiAgentEnv",
-    "BatchedVectorEnv",
-    "RemoteCopy",
-    "SyncVectorMultiAgentEnv",
-    "VectorEnvRunner",
-    "VectorMultiAgentEnv",
-]
+__all__ = ["AUTORESET_MODES", "AgentSlotVectorEnv", "AsyncVectorMultiAgentEnv", "BatchedVectorEnv",
+           "RemoteCopy", "SyncVectorMultiAgentEnv", "VectorMultiAgentEnv"]
 
 
 def __getattr__(name: str) -> Any:
-    """``VectorEnvRunner`` is imported on first use: its module imports Ray."""
-    if name == "VectorEnvRunner":
-        from marlhub.vector.rllib import VectorEnvRunner
-
-        return VectorEnvRunner
+    if name == "VectorEnvRunner":  # a learner bridge now, which this layer does not import
+        raise AttributeError("marlhub.vector.VectorEnvRunner moved: import it from "
+                             "marlhub.learners.rllib_runner (marlhub.vector.rllib still works)")
     raise AttributeError(f"module 'marlhub.vector' has no attribute {name!r}")

@@ -20,11 +20,7 @@ __all__ = ["one_seed", "reset_mask_of", "seeds_for", "values_per_copy"]
 
 
 def seeds_for(env_name: str, seed: Any, num_envs: int) -> list[Optional[int]]:
-    """Return one seed per copy: ``seed + i`` for an int, the list itself, or Nones.
-
-    Raises:
-        VectorEnvError: a list of the wrong length, or something that is no seed.
-    """
+    """One seed per copy: ``seed + i`` for an int, the list itself, or Nones (else raise)."""
     if seed is None:
         return [None] * num_envs
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
@@ -41,16 +37,8 @@ def seeds_for(env_name: str, seed: Any, num_envs: int) -> list[Optional[int]]:
 
 
 def one_seed(env_name: str, seed: Any, mask: Any, seeding: str) -> Optional[int]:
-    """Return the one seed of a natively batched simulator (seeded once for all copies), or None.
-
-    Args:
-        env_name: the vector env's name, for messages.
-        seed: what ``reset`` got.
-        mask: the ``reset_mask`` (None: every copy is reset).
-        seeding: what the simulator's seed reproduces, in its words (for the message).
-
-    Raises:
-        VectorEnvError: one seed per copy, a seed with a ``reset_mask``, or no int.
+    """The one seed of a batched simulator, or None; raise for a seed per copy, a seed with a
+    ``reset_mask``, or no int (``seeding`` says what the seed reproduces).
 
     Example:
         >>> one_seed("Vec", 3, None, ""), one_seed("Vec", None, [True], "")
@@ -73,11 +61,7 @@ def one_seed(env_name: str, seed: Any, mask: Any, seeding: str) -> Optional[int]
 
 def reset_mask_of(env_name: str, options: Optional[Mapping[str, Any]],
                   num_envs: int) -> tuple[Optional[np.ndarray], Optional[dict[str, Any]]]:
-    """Split ``options`` into the ``reset_mask`` (or None) and the options for the copies.
-
-    Raises:
-        VectorEnvError: a mask that is not one bool per copy, or that resets no copy.
-    """
+    """Split ``options`` into the ``reset_mask`` (or None, checked) and the copies' options."""
     if options is None or "reset_mask" not in options:
         return None, None if options is None else dict(options)
     rest = {k: v for k, v in options.items() if k != "reset_mask"}
@@ -94,11 +78,7 @@ def reset_mask_of(env_name: str, options: Optional[Mapping[str, Any]],
 
 
 def values_per_copy(name: str, values: Any, num_envs: int) -> list[Any]:
-    """Return one value per copy: ``values`` itself (a list or tuple of the right length) or repeats.
-
-    Raises:
-        VectorEnvError: a list or tuple of the wrong length.
-    """
+    """One value per copy: ``values`` (a list or tuple, of the right length) or repeats."""
     if not isinstance(values, (list, tuple)):
         return [values] * num_envs
     if len(values) != num_envs:

@@ -1,14 +1,5 @@
-"""What a copy does when its episode ends: the three autoreset modes, and the names they use.
-
-Named as in Gymnasium 1.x; :class:`~marlhub.vector.copies.EnvCopy` applies
-them to a copy, and every face reads what it reports:
-
-* ``next_step`` (the default): the call after the episode ended resets the copy;
-  its action dict there is ignored;
-* ``same_step``: the step that ends the episode also resets the copy; the obs and
-  infos that step returned go to ``infos["__common__"]`` as ``"final_obs"`` and
-  ``"final_info"`` (:func:`same_step_infos`);
-* ``disabled``: an ended copy stays ended until ``reset(options={"reset_mask": mask})``.
+"""What a copy does when its episode ends: the three autoreset modes (Gymnasium 1.x's names),
+and the five outcomes of a call, which :class:`~marlhub.vector.copies.EnvCopy` reports.
 
 Example:
     >>> parse_autoreset_mode("NextStep"), parse_autoreset_mode("disabled")
@@ -38,13 +29,9 @@ DISABLED = "disabled"
 #: The autoreset modes, named as in Gymnasium 1.x; ``next_step`` is the default.
 AUTORESET_MODES = (NEXT_STEP, SAME_STEP, DISABLED)
 
-# What one call did to a copy, as the copy's autoreset rule decided it
-# (:attr:`~marlhub.vector.copies.EnvCopy.outcome`). The book and the faces read these and
-# never work the rule out again.
-#: It stepped, and its episode goes on.
+#: What a call did to a copy (:attr:`~marlhub.vector.copies.EnvCopy.outcome`): it stepped.
 STEPPED = 0
-#: It stepped and its episode ended; it waits (``next_step``: reset in the next call;
-#: ``disabled``: until a ``reset_mask``).
+#: It stepped and its episode ended; it waits for its reset.
 ENDED = 1
 #: It stepped, its episode ended, and it was reset in the same call (``same_step``).
 ENDED_AND_RESET = 2
@@ -60,11 +47,7 @@ FINAL_INFO = "final_info"
 
 
 def parse_autoreset_mode(mode: Any) -> str:
-    """Return ``mode`` as one of :data:`AUTORESET_MODES` (Gymnasium's enum and names taken).
-
-    Raises:
-        VectorEnvError: an unknown mode.
-    """
+    """Return ``mode`` (Gymnasium's enum and names taken) as one of :data:`AUTORESET_MODES`."""
     value = getattr(mode, "value", mode)
     if isinstance(value, str):
         key = value.replace("_", "").replace("-", "").lower()

@@ -1,16 +1,9 @@
-"""What every vector env of marlhub shares: the base class, autoreset modes, seeds, reset masks.
+"""The base of every vector env: the faces, written once over each source's five calls.
 
-:class:`VectorMultiAgentEnv` is call-compatible with RLlib's
-``ray.rllib.env.vector.vector_multi_agent_env.VectorMultiAgentEnv`` and, when
-Ray is installed, a subclass of it, so RLlib's env runners take it; yet
-``import marlhub`` does not import Ray (its import takes seconds). Until Ray's
-module is imported, the base class stands in for Ray's; as soon as it is
-(by anyone, before or after marlhub), :func:`adopt_ray_base` puts Ray's class
-in its place (an import hook calls it right after Ray's module runs).
-
-The autoreset modes live in :mod:`marlhub.vector.autoreset` and the checks of the
-calls' arguments in :mod:`marlhub.vector.arguments` (both named here too, for code
-written against earlier releases).
+:class:`VectorMultiAgentEnv` is call-compatible with RLlib's ``VectorMultiAgentEnv`` and
+a subclass of it once Ray's module is imported, by anyone, before or after marlhub
+(:func:`adopt_ray_base`); ``import marlhub`` imports no Ray. The autoreset modes and the
+argument checks are named here too, for code written against earlier releases.
 
 Example:
     >>> from marlhub.envs import RockPaperScissors
@@ -22,9 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import sys
 from collections.abc import Mapping, Sequence
 from types import ModuleType
@@ -33,7 +23,9 @@ from typing import Any, Optional, cast
 import gymnasium as gym
 import numpy as np
 
+from marlhub.backends import when_imported
 from marlhub.core import AgentID
+from marlhub.errors import VectorEnvError
 from marlhub.vector.arguments import one_seed, reset_mask_of, seeds_for, values_per_copy
 from marlhub.vector.autoreset import (
     AUTORESET_MODES,
@@ -45,19 +37,9 @@ from marlhub.vector.autoreset import (
 from marlhub.vector.book import ARRAYS, DICTS
 from marlhub.vector.ready import ReceivedArrays
 
-__all__ = [
-    "AUTORESET_MODES",
-    "DISABLED",
-    "NEXT_STEP",
-    "SAME_STEP",
-    "VectorMultiAgentEnv",
-    "adopt_ray_base",
-    "one_seed",
-    "parse_autoreset_mode",
-    "reset_mask_of",
-    "seeds_for",
-    "values_per_copy",
-]
+__all__ = ["AUTORESET_MODES", "DISABLED", "NEXT_STEP", "SAME_STEP", "VectorMultiAgentEnv",
+           "adopt_ray_base", "one_seed", "parse_autoreset_mode", "reset_mask_of", "seeds_for",
+           "values_per_copy"]
 
 #: The module that defines Ray's class.
 RAY_MODULE = "ray.rllib.env.vector.vector_multi_agent_env"
@@ -68,20 +50,15 @@ class _WithoutRay:
 
 
 class VectorMultiAgentEnv(_WithoutRay):
-    """Many copies of a hub env stepped as one: lists of per-copy dicts in, lists out.
-
-    ``reset`` returns ``(obs_list, infos_list)`` and ``step(action_list)`` the
-    five lists, each holding ``num_envs`` dicts shaped exactly as the single
-    env's. Subclasses: :class:`~marlhub.vector.SyncVectorMultiAgentEnv` (in this
-    process) and :class:`~marlhub.vector.AsyncVectorMultiAgentEnv` (in worker
-    processes).
+    """Many copies of a hub env stepped as one: lists of ``num_envs`` per-copy dicts in and
+    out (``reset``, ``step``), arrays per group (``reset_arrays``, ``step_arrays``), and
+    whichever copies are ready (``async_reset``, ``send``, ``recv`` and their array forms).
 
     Attributes:
-        num_envs: how many copies.
+        num_envs: how many copies; ``env_id``: the registry id, when known.
         autoreset_mode: one of :data:`AUTORESET_MODES`, also in ``metadata["autoreset_mode"]``.
-        single_observation_spaces, single_action_spaces: the first copy's spaces by agent.
-        single_observation_space, single_action_space: the same as ``gymnasium.spaces.Dict``.
-        env_id: the registry id the copies were made from, when known (for messages).
+        single_observation_spaces, single_action_spaces: one copy's spaces by agent (and
+            as ``gymnasium.spaces.Dict``: ``single_observation_space``, ...).
     """
 
     metadata: dict[str, Any] = {}
@@ -90,21 +67,18 @@ class VectorMultiAgentEnv(_WithoutRay):
     num_envs: int = 0
     env_id: Optional[str] = None
     autoreset_mode: str = NEXT_STEP
-    # Where each copy stands, the cycle and the face that holds the episode (the source's).
-    _book: Any = None
-    # The copies (sync), or what the parent knows of each (async: RemoteCopy).
-    envs: list[Any] = []
+    _book: Any = None  # the source's CopyBook
+    envs: list[Any] = []  # the copies, or RemoteCopy views of them
     single_observation_spaces: Optional[dict[AgentID, gym.Space]] = None
     single_action_spaces: Optional[dict[AgentID, gym.Space]] = None
     single_observation_space: Optional[gym.spaces.Dict] = None
     single_action_space: Optional[gym.spaces.Dict] = None
-    # RLlib's class has them (old API stack); there is no batched space of lists of dicts.
     observation_space: Optional[gym.Space] = None
     action_space: Optional[gym.Space] = None
 
     def _adopt_description(self, first: Mapping[str, Any]) -> None:
-        """Take metadata, render mode and single spaces from the first copy's description
-        (:func:`~marlhub.vector.copies.describe_env`)."""
+        """Take metadata, render mode and spaces from one copy's :func:`describe_env
+        <marlhub.vector.copies.describe_env>`."""
         self.metadata = {**first["metadata"], "autoreset_mode": self.autoreset_mode}
         self.render_mode = first["render_mode"]
         possible_agents = first["possible_agents"]
@@ -118,8 +92,7 @@ class VectorMultiAgentEnv(_WithoutRay):
 
     @property
     def actors(self) -> list[list[AgentID]]:
-        """Each copy's agents that act in the next ``step`` (``[]`` for a copy that is reset
-        in it, or that stays ended); the keys its action dict must have."""
+        """Each copy's agents that act in the next ``step``: the keys its action dict takes."""
         book = getattr(self, "_book", None)
         return [list(a) for a in book.actors] if book is not None else []
 
@@ -140,8 +113,7 @@ class VectorMultiAgentEnv(_WithoutRay):
 
     @property
     def groups(self) -> dict[str, list[AgentID]]:
-        """The groups of the array face: group name -> agents that share both spaces (found
-        once: comparing the spaces is slow)."""
+        """The array face's groups: name -> agents that share both spaces."""
         found: Optional[dict[str, list[AgentID]]] = self.__dict__.get("_found_groups")
         if found is None:
             from marlhub.adapters.batched import group_agents
@@ -153,22 +125,14 @@ class VectorMultiAgentEnv(_WithoutRay):
             self._found_groups = found
         return found
 
-    # -- the faces, written once over each source's calls ---------------------------------
-    # A source implements _reset(seed, options) -> (obs, infos), _step(actions) -> the five
-    # lists, _async_reset(seed, options, face), _send(actions, copy_ids) and _recv() ->
-    # Received, each recording in the book; the faces below check that they hold the
-    # episode and convert. Sources with arrays of their own override the array forms.
+    # -- the faces, over the source's _reset, _step, _async_reset, _send and _recv -------
 
     def reset(self, *, seed: Any = None,
               options: Optional[dict[str, Any]] = None) -> tuple[list[Any], list[Any]]:
-        """Reset every copy (copy ``i`` seeded ``seed + i``); return ``(obs_list, infos_list)``.
-
-        Args:
-            seed: an int (copy ``i`` gets ``seed + i``), one seed per copy, or None.
-            options: passed to every copy's ``reset``, except ``"reset_mask"``: a bool
-                array, one per copy, that resets only the copies where it is True; the
-                others return their actors' last obs and infos and go on.
-        """
+        """Reset every copy (copy ``i`` seeded ``seed + i``, or one seed per copy); return
+        ``(obs_list, infos_list)``. ``options["reset_mask"]`` (one bool per copy) resets only
+        those copies; the others return their actors' last obs and infos and go on."""
+        self._check_open()
         masked = _masked(options)
         if masked:
             self._book.check_face(DICTS, "reset()")
@@ -181,39 +145,41 @@ class VectorMultiAgentEnv(_WithoutRay):
         """Step every copy with its action dict; return the five per-copy lists.
 
         Raises:
-            ActionError: the list's length, or one copy's action dict, is wrong (the
-                copy and agent are named); no copy was stepped.
-            ResetNeededError: before ``reset``, or after a copy raised in the last call.
+            ActionError: a bad list or action dict (copy and agent named); no copy moved.
+            ResetNeededError: before ``reset``, or after a copy raised.
         """
+        if self.closed:
+            self._check_open()
         if self._book.face is not DICTS:
             self._book.check_face(DICTS, "step()")
         return self._step(actions)
 
     def async_reset(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
-        """Start a reset of every copy (or of those ``options["reset_mask"]`` selects, which
-        must be held or parked); :meth:`recv` returns them, rewards ``{}`` and done flags False."""
+        """Start a reset of every copy (or of the held or parked ones a ``reset_mask``
+        selects); :meth:`recv` returns them."""
+        self._check_open()
         self._async_reset(seed, options, DICTS)
 
     def send(self, actions: Sequence[Any], copy_ids: Any) -> None:
-        """Step exactly the copies ``copy_ids`` (``actions[k]`` for ``copy_ids[k]``); their
-        results come from :meth:`recv`.
+        """Step the copies ``copy_ids`` (``actions[k]`` for ``copy_ids[k]``); :meth:`recv`
+        returns their results.
 
         Raises:
-            VectorEnvError: a copy that is not held (not returned by the last :meth:`recv`,
-                or sent twice), or a count of actions that does not match.
-            ActionError: a bad action dict (copy and agent named); no copy was stepped.
+            VectorEnvError: a copy not held (not returned by the last :meth:`recv`), or twice.
+            ActionError: a bad action dict (copy and agent named); no copy moved.
         """
+        self._check_open()
         self._book.check_face(DICTS, "send()", cycle=True)
         self._send(actions, copy_ids)
 
     def recv(self) -> Any:
-        """Return the next :attr:`batch_size` ready copies' results, first stepped first (fewer
-        when no more can come), as :class:`~marlhub.vector.ready.Received`: the five lists
-        of :meth:`step` and ``copy_ids``.
+        """The next :attr:`batch_size` ready copies, first in first out, as
+        :class:`~marlhub.vector.ready.Received` (the five lists and ``copy_ids``).
 
         Raises:
             VectorEnvError: no copy is ready or running.
         """
+        self._check_open()
         self._book.check_face(DICTS, "recv()", cycle=True)
         return self._recv()
 
@@ -223,19 +189,17 @@ class VectorMultiAgentEnv(_WithoutRay):
         return int(self._book.cycle.batch_size)
 
     def reset_arrays(self, *, seed: Any = None, options: Optional[dict[str, Any]] = None) -> Any:
-        """Reset as :meth:`reset` does; return the array face's
+        """Reset as :meth:`reset` does; return the
         :class:`~marlhub.vector.faces.arrays.ArrayBatch` (per group, ``(num_envs, n, ...)``).
-
-        The arrays are built from the copies' dicts; the array face holds the episode
-        (one face per episode: it keeps who is alive from the calls it converts).
-        """
-        mask = options["reset_mask"] if _masked(options) else None  # type: ignore[index]
-        if mask is not None:
+        The array face then holds the episode (one face per episode)."""
+        self._check_open()
+        masked = _masked(options)
+        if masked:
             self._book.check_face(ARRAYS, "reset_arrays()")
-        obs, infos = self._reset(seed, options)
-        if mask is None:
+        batch = self._reset_batch(seed, options)
+        if not masked:
             self._book.claim_face(ARRAYS)
-        return self._dict_arrays().reset(obs, infos, self.actors, mask)
+        return batch
 
     def step_arrays(self, actions: Any) -> Any:
         """Step with one action array per group (``(num_envs, n, ...)``; slots that do not
@@ -245,56 +209,67 @@ class VectorMultiAgentEnv(_WithoutRay):
             VectorEnvError: a missing group, or an array of the wrong shape or dtype.
             ActionError: an acting slot's action outside its space or mask.
         """
+        self._check_open()
         self._book.check_face(ARRAYS, "step_arrays()")
-        per_copy = self._action_dicts(actions, range(self.num_envs), None)
-        return self._dict_arrays().step(self._step(per_copy), self.actors, self._book.outcomes)
+        return self._step_batch(actions)
 
     def async_reset_arrays(self, seed: Any = None, options: Optional[dict[str, Any]] = None) -> None:
         """``async_reset`` on the array face: :meth:`recv_arrays` returns the copies reset."""
+        self._check_open()
         self._async_reset(seed, options, ARRAYS)
 
     def recv_arrays(self) -> Any:
-        """``recv()`` on the array face: the next ``batch_size`` ready copies as
-        :class:`~marlhub.vector.ready.ReceivedArrays`, the
-        :class:`~marlhub.vector.faces.arrays.ArrayBatch` of their rows and their ``copy_ids``."""
+        """``recv()`` on the array face: :class:`~marlhub.vector.ready.ReceivedArrays`."""
+        self._check_open()
         self._book.check_face(ARRAYS, "recv_arrays()", cycle=True)
-        got = self._recv()
-        rows = got.copy_ids.tolist()
-        batch = self._dict_arrays().step(tuple(got[:5]), self.actors, self._book.outcomes,
-                                         rows=rows)
-        return ReceivedArrays(batch, got.copy_ids)
+        return self._recv_batch()
 
     def send_arrays(self, actions: Any, copy_ids: Any) -> None:
-        """``send()`` on the array face: per group, one row of actions per copy id
-        (``(len(copy_ids), n, ...)``); :meth:`recv_arrays` returns their results."""
+        """``send()`` on the array face: per group, ``(len(copy_ids), n, ...)`` actions."""
+        self._check_open()
         self._book.check_face(ARRAYS, "send_arrays()", cycle=True)
+        self._send_batch(actions, copy_ids)
+
+    # The array forms of the source's calls: built from its dicts, unless it has arrays.
+    def _reset_batch(self, seed: Any, options: Optional[dict[str, Any]]) -> Any:
+        obs, infos = self._reset(seed, options)
+        mask = options["reset_mask"] if _masked(options) else None  # type: ignore[index]
+        return self._dict_arrays().reset(obs, infos, self.actors, mask)
+
+    def _step_batch(self, actions: Any) -> Any:
+        per_copy = self._action_dicts(actions, range(self.num_envs), None)
+        return self._dict_arrays().step(self._step(per_copy), self.actors, self._book.outcomes)
+
+    def _recv_batch(self) -> Any:
+        got = self._recv()
+        batch = self._dict_arrays().step(tuple(got[:5]), self.actors, self._book.outcomes,
+                                         rows=got.copy_ids.tolist())
+        return ReceivedArrays(batch, got.copy_ids)
+
+    def _send_batch(self, actions: Any, copy_ids: Any) -> None:
         rows = self._book.cycle.check_send(copy_ids)
         self._send(self._action_dicts(actions, rows, rows), rows)
 
+    # The source's calls, each recording what it did in the book.
     def _reset(self, seed: Any, options: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
-        """Reset the copies (the source's); record it in the book; return the two lists."""
         raise NotImplementedError
 
     def _step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
-        """Step every copy with checked actions (the source's); record it; return the lists."""
         raise NotImplementedError
 
     def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
-        """Start a reset of some copies for ``recv`` in ``face`` (the source's)."""
         raise NotImplementedError
 
     def _send(self, actions: Sequence[Any], copy_ids: Any) -> None:
-        """Start a step of the copies ``copy_ids`` (the source's)."""
         raise NotImplementedError
 
     def _recv(self) -> Any:
-        """The next ready copies' results, recorded in the book (the source's)."""
         raise NotImplementedError
 
     def _action_dicts(self, actions: Any, rows: Sequence[int],
                       copy_ids: Optional[Sequence[int]]) -> list[dict[AgentID, Any]]:
-        """The action dicts of the copies ``rows`` from one array per group (one row per
-        copy of ``rows``), checked against the spaces (the masks: by the dicts' check)."""
+        """The action dicts of the copies ``rows`` from one array per group, checked against
+        the spaces (the masks: by the dicts' check)."""
         face = self._dict_arrays()
         actors = [self.actors[i] for i in rows]
         acting = {name: np.array([[a in copy for a in members] for copy in actors], bool)
@@ -340,8 +315,13 @@ class VectorMultiAgentEnv(_WithoutRay):
         """Return attribute ``name`` of every copy, as a tuple."""
         return self.call(name)
 
+    def _check_open(self) -> None:
+        if self.closed:
+            raise VectorEnvError(self.name(), "it was closed",
+                                 "Make a new vector env; close() is final.")
+
     def close(self, **kwargs: Any) -> None:
-        """Close every copy and release what the vector env holds; a second call does nothing."""
+        """Close every copy; a second call does nothing."""
         if self.closed:
             return
         self.close_extras(**kwargs)
@@ -388,13 +368,8 @@ def _masked(options: Optional[Mapping[str, Any]]) -> bool:
 
 
 def adopt_ray_base(module: Optional[ModuleType] = None) -> bool:
-    """Make :class:`VectorMultiAgentEnv` a subclass of Ray's, if Ray's module is loaded.
-
-    Args:
-        module: Ray's module, when known; else looked up in ``sys.modules``.
-
-    Returns:
-        Whether the class is now a subclass of Ray's.
+    """Make :class:`VectorMultiAgentEnv` a subclass of Ray's (found in ``module``, or in
+    ``sys.modules``) if Ray's module is loaded; return whether it is.
 
     Example:
         >>> adopt_ray_base() == (RAY_MODULE in sys.modules)
@@ -409,45 +384,4 @@ def adopt_ray_base(module: Optional[ModuleType] = None) -> bool:
     return issubclass(VectorMultiAgentEnv, ray_base)
 
 
-class _AdoptAfterLoading(importlib.abc.Loader):
-    """Runs Ray's module with its own loader, then calls :func:`adopt_ray_base`."""
-
-    def __init__(self, loader: importlib.abc.Loader) -> None:
-        self.loader = loader
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Optional[ModuleType]:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        self.loader.exec_module(module)
-        adopt_ray_base(module)
-
-    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ... of the real loader
-        return getattr(self.loader, name)
-
-
-class _RayImportHook(importlib.abc.MetaPathFinder):
-    """Finds Ray's module as the path finder does, with a loader that adopts its class."""
-
-    def find_spec(self, fullname: str, path: Optional[Sequence[str]],
-                  target: Optional[ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:
-        if fullname != RAY_MODULE:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _AdoptAfterLoading(spec.loader)
-        return spec
-
-
-def _install_hook() -> None:
-    if adopt_ray_base():
-        return
-    try:
-        ray_installed = importlib.util.find_spec("ray") is not None
-    except (ImportError, ValueError):
-        ray_installed = False
-    if ray_installed and not any(isinstance(f, _RayImportHook) for f in sys.meta_path):
-        sys.meta_path.insert(0, _RayImportHook())
-
-
-_install_hook()
+when_imported(RAY_MODULE, adopt_ray_base)

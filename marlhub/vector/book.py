@@ -1,12 +1,8 @@
-"""Where each copy of a vector env stands, kept by the parent: who acts, which copy ended.
+"""Where each copy of a vector env stands: who acts, which copy ended, which face holds it.
 
-The sync and the async vector envs keep one :class:`CopyBook`. After every
-``reset`` and ``step`` it records each copy's actors (the agents of its obs
-dict that are not done, :func:`~marlhub.episode.status.actors_of`) and
-whether its episode ended; before every ``step`` it checks the whole action
-list (:meth:`CopyBook.check_actions`), so that a bad action in one copy
-raises :class:`~marlhub.errors.ActionError` naming the copy and the agent
-before any copy is stepped.
+Every source keeps one :class:`CopyBook`: it records what each call did to each copy,
+checks every action before any copy moves (naming the copy and the agent), and holds
+the ``recv``/``send`` cycle.
 
 Example:
     >>> import gymnasium as gym
@@ -29,14 +25,10 @@ import numpy as np
 
 from marlhub.core import ALL, AgentID
 from marlhub.episode.actions import ActionChecker, DiscreteCheck, action_masks
-from marlhub.episode.status import (
-    NOT_RESET,
-    done_agents,
-    flag,
-    require_running,
-)
+from marlhub.episode.status import NOT_RESET, done_agents, flag, require_running
 from marlhub.errors import ActionError, VectorEnvError
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask
+from marlhub.vector.arguments import reset_mask_of
 from marlhub.vector.autoreset import (
     DISABLED,
     ENDED,
@@ -46,7 +38,7 @@ from marlhub.vector.autoreset import (
     RESTARTED,
     STEPPED,
 )
-from marlhub.vector.ready import ReadyCopies, spread
+from marlhub.vector.ready import ReadyCopies, count_of, rows_of, spread
 
 __all__ = ["ARRAYS", "DICTS", "CopyBook"]
 
@@ -55,35 +47,17 @@ DICTS, ARRAYS = "dicts", "arrays"
 
 
 class CopyBook:
-    """The parent's record of every copy: last obs and infos, actors, ended or not.
-
-    Args:
-        env_name: the vector env's name, for messages.
-        num_envs: how many copies.
-        autoreset_mode: one of the :data:`~marlhub.vector.base.AUTORESET_MODES`.
-        possible_agents: each copy's ``possible_agents``.
-        action_space_of: each copy's ``agent -> action space``.
+    """The record of ``num_envs`` copies (their ``possible_agents`` and ``action_space_of``).
 
     Attributes:
-        obs, infos: each copy's last returned obs and infos dicts.
-        actors: each copy's agents that act next.
-        ended: whether each copy's episode ended in the last call (under ``next_step``
-            it is reset in the next; under ``disabled`` it waits for a ``reset_mask``).
-        outcomes: what the last call did to each copy (``RESTARTED`` after a reset), as its
-            :class:`~marlhub.vector.copies.EnvCopy` reported: the faces read it.
-        final_flags: each ended copy's ``(terminated __all__, truncated __all__)``.
-        uniform: the check of the one Discrete action space of every agent of every copy,
-            when they share one (the action lists are then checked in one pass).
-        masks_binding: for each copy, whether its action masks are checked here; a copy
-            whose masks are advice (it takes masked-out actions itself) decides alone.
-        cycle: each copy's state in the ``recv``/``send`` cycle (held, running, ready,
-            parked), :class:`~marlhub.vector.ready.ReadyCopies`; results arrive through
-            :meth:`arrived`, :meth:`arrive_step` and :meth:`arrive_reset`.
-        face: the face that holds the episode, ``"dicts"`` or ``"arrays"`` (None before
-            the first reset): one face per episode, checked by :meth:`check_face`.
-        faces_mix: whether both faces read the same state (a batched simulator's arrays),
-            so that the synchronous calls of either may follow the other's; the
-            ``recv``/``send`` cycle keeps to one face all the same.
+        obs, infos, actors: each copy's last obs and infos, and its agents that act next.
+        ended, final_flags: each copy's episode ended, with its ``__all__`` flags.
+        outcomes: what the last call did to each copy, as its source reported.
+        uniform: the check of the one Discrete space of every agent, when there is one.
+        masks_binding: per copy, whether its masks are checked here (not advice).
+        cycle: the ``recv``/``send`` cycle (:class:`~marlhub.vector.ready.ReadyCopies`).
+        face: ``"dicts"`` or ``"arrays"``, the face that holds the episode (one per episode);
+            ``faces_mix``: both read one state (a batched simulator's).
     """
 
     def __init__(self, env_name: str, num_envs: int, autoreset_mode: str,
@@ -113,17 +87,12 @@ class CopyBook:
     # -- one face per episode -----------------------------------------------------------
 
     def claim_face(self, face: str) -> None:
-        """``face`` (``"dicts"`` or ``"arrays"``) holds the episode from now on (a reset of
-        every copy in that face)."""
+        """``face`` holds the episode from now on (a reset of every copy in it)."""
         self.face = face
 
     def check_face(self, face: str, call: str, cycle: bool = False) -> None:
-        """Raise unless ``call``, a call of ``face``, may go on in the episode under way
-        (``cycle``: a call of the ``recv``/``send`` cycle).
-
-        Raises:
-            VectorEnvError: the other face holds the episode, or (arrays) none does.
-        """
+        """Raise :class:`VectorEnvError` unless ``call`` of ``face`` (``cycle``: of the
+        ``recv``/``send`` cycle) may go on in the episode under way."""
         if face == self.face or (face == DICTS and self.face is None) \
                 or (self.faces_mix and not cycle):
             return
@@ -138,13 +107,32 @@ class CopyBook:
         raise VectorEnvError(self.env_name, f"{call} was called, but the array face holds no "
                              "episode (one face per episode)", f"Call {start} first.")
 
-    # -- results that arrive for recv() -------------------------------------------------
+    # -- the recv()/send() cycle ----------------------------------------------------------
+
+    def start_reset(self, options: Optional[Mapping[str, Any]], face: str
+                    ) -> tuple[Optional[np.ndarray], Optional[dict[str, Any]], list[int]]:
+        """Check that ``async_reset`` of ``face`` may reset the copies of ``options``; return
+        the mask, the copies' options and rows (the caller claims ``face`` for every copy)."""
+        mask, rest = reset_mask_of(self.env_name, options, self.num_envs)
+        rows = rows_of(mask, self.num_envs)
+        call = "async_reset()" if face == DICTS else "async_reset_arrays()"
+        if mask is None:
+            self.cycle.check_idle(call)
+        else:
+            self.check_face(face, call, cycle=True)
+            self.cycle.check_resettable(rows)
+        return mask, rest, rows
+
+    def check_send(self, actions: Any, copy_ids: Any) -> tuple[list[int], list[Any]]:
+        """The copies ``send(actions, copy_ids)`` steps and their checked action dicts."""
+        rows = self.cycle.check_send(copy_ids, count_of(self.env_name, actions))
+        return rows, self.check_rows(actions, rows)
+
 
     def arrived(self, rows: Sequence[int], results: Sequence[Any],
                 ended: Optional[Sequence[bool]] = None) -> None:
-        """The results of the copies ``rows`` are in: they wait for ``recv``, and under
-        ``disabled`` a copy whose episode ended (``ended[k]``, or as recorded here) is parked
-        when ``recv`` hands it out."""
+        """The results of the copies ``rows`` wait for ``recv``; under ``disabled`` a copy whose
+        episode ended (``ended[k]``, or as recorded) is parked when handed out."""
         park = self.mode == DISABLED
         arrive = self.cycle.arrive
         for k, i in enumerate(rows):
@@ -152,14 +140,12 @@ class CopyBook:
 
     def arrive_step(self, rows: Sequence[int], results: Sequence[tuple[Any, ...]],
                     outcomes: Sequence[int]) -> None:
-        """Record the 5-tuples the copies ``rows`` returned from a step (:meth:`record_step`)
-        and hand them to ``recv``."""
+        """Record the copies' step results (:meth:`record_step`) and hand them to ``recv``."""
         self.record_step(results, outcomes, rows)
         self.arrived(rows, results)
 
     def arrive_reset(self, rows: Sequence[int], obs: Sequence[Any], infos: Sequence[Any]) -> None:
-        """Record a reset of the copies ``rows`` (their obs and infos) and hand it to ``recv``
-        as a step's results: rewards ``{}``, done flags False."""
+        """Record a reset of the copies ``rows`` and hand it to ``recv`` as a step's results."""
         self.record_reset(spread(rows, obs, self.num_envs), spread(rows, infos, self.num_envs),
                           np.isin(np.arange(self.num_envs), rows))
         self.arrived(rows, [(ob, {}, {ALL: False}, {ALL: False}, info)
@@ -182,14 +168,8 @@ class CopyBook:
 
     def record_step(self, results: Iterable[tuple[Any, ...]], outcomes: Sequence[int],
                     rows: Optional[Sequence[int]] = None) -> None:
-        """Record the 5-tuple each copy returned from ``step`` and what the call did to it.
-
-        Args:
-            results: each copy's 5-tuple.
-            outcomes: each copy's :attr:`EnvCopy.outcome <marlhub.vector.copies.EnvCopy>`
-                (its autoreset rule's decision, which is not worked out again here).
-            rows: the copies of ``results``, when not every copy in order (``send()``).
-        """
+        """Record each copy's 5-tuple and its source's ``outcome`` (never worked out again
+        here); ``rows``: the copies of ``results`` when not all in order."""
         ended, actors, outcomes_of = self.ended, self.actors, self.outcomes
         for k, (obs, _, terminateds, truncateds, infos) in enumerate(results):
             i = k if rows is None else rows[k]
@@ -209,7 +189,7 @@ class CopyBook:
                 self.final_flags[i] = (flag(terminateds, ALL), flag(truncateds, ALL))
 
     def kept_by_masked_reset(self, i: int) -> tuple[dict[Any, Any], dict[Any, Any]]:
-        """Return what a copy that a ``reset_mask`` leaves alone returns: its actors' obs and infos."""
+        """What a copy a ``reset_mask`` leaves alone returns: its actors' obs and infos."""
         actors = self.actors[i]
         obs, infos = self.obs[i], self.infos[i]
         return ({a: obs[a] for a in actors if a in obs},
@@ -222,15 +202,13 @@ class CopyBook:
         require_running(self.env_name, NOT_RESET if not self.started else self.broken)
 
     def check_actions(self, actions: Any) -> Sequence[Any]:
-        """Check the whole action list before any copy is stepped; return the action dicts to
-        step the copies with, inside :func:`~marlhub.episode.prechecked.actions_prechecked`
-        (``actions`` itself, unless a copy's dict needed converting: a 0-d array for a
-        Discrete action comes back as an int, as the copy's own check would pass it on).
+        """Check the whole action list before any copy moves; return the dicts to step the
+        copies with inside :func:`~marlhub.episode.prechecked.actions_prechecked` (converted
+        where the copy's own check would: a 0-d array of a Discrete action as an int).
 
         Raises:
             ResetNeededError: before the first ``reset``, or after a copy raised.
-            ActionError: the list's length is wrong, or an action dict of one copy is
-                bad (naming the copy and the agent); no copy was stepped.
+            ActionError: a bad list or action dict (copy and agent named).
         """
         if not self.started or self.broken is not None:
             self.check_running()
@@ -246,8 +224,7 @@ class CopyBook:
                 if not next_step:  # next_step: reset in this call, the action dict ignored
                     self._check_ended(i, action_dict)
                 continue
-            # The common case: a dict in the actors' order, every agent of every copy in one
-            # Discrete space; actions without a mask are checked for all copies at once below.
+            # the common case (one Discrete space, the actors' order): checked at once below
             if uniform is None or type(action_dict) is not dict \
                     or list(action_dict) != all_actors[i]:
                 checked = self._converted(checked, actions, i)
@@ -274,8 +251,7 @@ class CopyBook:
         return checked
 
     def _converted(self, checked: Sequence[Any], actions: Sequence[Any], i: int) -> Sequence[Any]:
-        """``checked`` with copy ``i``'s dict as its check passes it on (a new list, the first
-        time one differs from ``actions``)."""
+        """``checked`` with copy ``i``'s dict as its check passes it on (copied on change)."""
         passed = self._check_copy(i, actions[i])
         if passed is actions[i]:
             return checked
@@ -284,13 +260,7 @@ class CopyBook:
         return checked
 
     def check_rows(self, actions: Sequence[Any], rows: Sequence[int]) -> list[Any]:
-        """:meth:`check_actions` for the copies ``rows`` only (``send()``): ``actions[k]`` is copy
-        ``rows[k]``'s dict; return the dicts to step them with.
-
-        Raises:
-            ResetNeededError: before the first ``reset``, or after a copy raised.
-            ActionError: an action dict is bad (copy and agent named); no copy was stepped.
-        """
+        """:meth:`check_actions` for the copies ``rows`` only (``actions[k]`` is ``rows[k]``'s)."""
         if not self.started or self.broken is not None:
             self.check_running()
         checked = list(actions)

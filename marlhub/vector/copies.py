@@ -1,19 +1,11 @@
-"""One copy of a vector env: its env and what happens when its episode ends (the autoreset mode).
+"""One copy of a vector env: its env and what it returns when its episode ends.
 
-:class:`EnvCopy` is the one place that says what a copy returns, used in this
-process by the sync vector env and inside each worker by the async one:
-
-* ``next_step``: the call after the episode ended resets the copy with
-  ``reset()`` (no seed: the copy's generator goes on) and returns the reset
-  obs and infos, ``{}`` rewards and ``{"__all__": False}`` done dicts; the
-  action dict of that call is ignored (RLlib's ``SyncVectorMultiAgentEnv``).
-* ``same_step``: the step that ends the episode also resets the copy; it
-  returns that step's rewards and done dicts (``__all__`` True) with the
-  reset's obs, and infos of the reset plus, under ``"__common__"``,
-  ``"final_obs"`` and ``"final_info"``: the obs and infos the step returned
-  (Gymnasium's names).
-* ``disabled``: an ended copy stays ended: ``{}`` obs, rewards and infos and
-  its final ``__all__`` flags, until the vector env's ``reset`` resets it.
+:class:`EnvCopy` applies the autoreset mode (:mod:`marlhub.vector.autoreset`), in this
+process and inside each worker: ``next_step`` resets the copy (no seed) in the next call
+and returns the reset with ``{}`` rewards and ``__all__`` False; ``same_step`` resets it
+in the ending step, whose obs and infos go to ``infos["__common__"]``; ``disabled``
+returns ``{}`` dicts and the final flags until a reset. :class:`RemoteCopy` is the
+parent's view of a copy that lives in a worker.
 
 Example:
     >>> from marlhub.envs import RockPaperScissors
@@ -50,31 +42,17 @@ from marlhub.vector.autoreset import (
     same_step_infos,
 )
 
-__all__ = [
-    "FINAL_INFO",
-    "FINAL_OBS",
-    "EnvCopy",
-    "RemoteCopy",
-    "build_copy",
-    "check_env_fns",
-    "describe_env",
-    "describe_first",
-    "same_step_infos",
-]
+__all__ = ["FINAL_INFO", "FINAL_OBS", "EnvCopy", "RemoteCopy", "build_copy", "check_env_fns",
+           "describe_env", "describe_first", "same_step_infos"]
 
 
 class EnvCopy:
-    """One copy: a hub env and its autoreset state; the one place that applies the rule.
-
-    Args:
-        env: the hub env (or anything that quacks like one).
-        autoreset_mode: one of :data:`~marlhub.vector.autoreset.AUTORESET_MODES`.
+    """A hub ``env`` and its autoreset state: the one place that applies the rule.
 
     Attributes:
         ended: the episode ended and the copy was not reset yet.
         outcome: what the last :meth:`step` did (:data:`~marlhub.vector.autoreset.STEPPED`,
-            ``ENDED``, ``ENDED_AND_RESET``, ``RESTARTED`` or ``IDLE``), which the book and the
-            faces read.
+            ``ENDED``, ...), which the book and the faces read.
     """
 
     __slots__ = ("env", "mode", "ended", "outcome", "final_flags")
@@ -86,11 +64,6 @@ class EnvCopy:
         self.outcome = STEPPED
         self.final_flags = (False, False)
 
-    @property
-    def over(self) -> bool:
-        """Whether the done dicts of the last :meth:`step` ended the episode."""
-        return self.outcome in (ENDED, ENDED_AND_RESET)
-
     def reset(self, seed: Optional[int] = None,
               options: Optional[dict[str, Any]] = None) -> tuple[Any, Any]:
         """Reset the env; return ``(obs, infos)`` as it does."""
@@ -99,7 +72,7 @@ class EnvCopy:
         return obs, infos
 
     def step(self, action_dict: Any) -> tuple[Any, Any, Any, Any, Any]:
-        """Step the env, or reset it or stay ended as the autoreset mode says; return the 5-tuple."""
+        """Step the env, or reset it or stay ended as the mode says; return the 5-tuple."""
         if self.ended:
             if self.mode == NEXT_STEP:
                 obs, infos = self.env.reset()
@@ -130,15 +103,8 @@ class EnvCopy:
 
 
 def describe_env(env: Any) -> dict[str, Any]:
-    """Return what the parent needs of a copy: agents, spaces, metadata, render mode, and
-    whether its action masks are rules (:func:`~marlhub.spaces.masks_are_binding`).
-
-    Example:
-        >>> from marlhub.envs import RockPaperScissors
-        >>> sorted(describe_env(RockPaperScissors()))  # doctest: +NORMALIZE_WHITESPACE
-        ['action_spaces', 'masks_binding', 'metadata', 'observation_spaces', 'possible_agents',
-         'render_mode']
-    """
+    """What the parent needs of a copy: agents, spaces, metadata, render mode, and whether
+    its masks are rules (:func:`~marlhub.spaces.masks_are_binding`)."""
     agents: list[AgentID] = list(env.possible_agents)
     obs_of = getattr(env, "get_observation_space", None)
     act_of = getattr(env, "get_action_space", None)
@@ -185,15 +151,8 @@ def describe_first(env_fns: Any) -> dict[str, Any]:
 
 
 class RemoteCopy:
-    """The parent's view of a copy that lives in a worker: its agents and spaces.
-
-    It stands in ``AsyncVectorMultiAgentEnv.envs`` where the sync env has the envs
-    themselves, for code such as RLlib's env runner that reads
-    ``envs[i].unwrapped.possible_agents`` and ``get_observation_space(agent)``.
-
-    Attributes:
-        index: the copy's index; ``worker``: the worker that holds it.
-    """
+    """Copy ``index`` in ``worker``, as ``AsyncVectorMultiAgentEnv.envs`` shows it: its
+    agents and spaces (RLlib's runner reads ``envs[i].unwrapped.get_observation_space``)."""
 
     def __init__(self, index: int, worker: int, description: dict[str, Any]) -> None:
         self.index = index

@@ -1,21 +1,10 @@
 """Whoever is ready first: where each copy stands in a vector env's ``recv``/``send`` cycle.
 
-EnvPool and PufferLib step a pool of copies without waiting for all of them,
-and marlhub's sync and async vector envs do the same: ``async_reset()``
-starts every copy, ``recv()`` returns the results of the next ``batch_size``
-copies that are ready, with their indices (``copy_ids``), and
-``send(actions, copy_ids)`` steps exactly those copies. A slow copy never
-holds the fast ones back; ``batch_size == num_envs`` is the synchronous call.
-
-:class:`ReadyCopies` keeps, per copy, one of four states:
-
-* held: the caller has the copy's latest results (from ``recv``, ``reset`` or
-  ``step``) and owes it actions; only held copies may be sent;
-* running: sent (or reset by ``async_reset``), results not in yet;
-* ready: results in, waiting for ``recv``, first in first out;
-* parked: ``recv`` handed out the end of its episode under autoreset
-  ``"disabled"``; it is left out of ``recv`` until a reset with a
-  ``reset_mask`` restarts it.
+As in EnvPool and PufferLib, ``async_reset()`` starts the copies, ``recv()`` returns the
+next ``batch_size`` ready ones with their ``copy_ids``, and ``send(actions, copy_ids)``
+steps exactly those. :class:`ReadyCopies` keeps each copy held (the caller owes it
+actions), running, ready (waiting for ``recv``, first in first out) or parked (its
+episode ended under ``disabled``, until a ``reset_mask`` restarts it).
 
 Example:
     >>> pool = ReadyCopies("Vec", 3, batch_size=2)
@@ -41,7 +30,6 @@ import numpy as np
 from marlhub.errors import VectorEnvError
 
 __all__ = ["HELD", "PARKED", "READY", "RUNNING", "ReadyCopies", "Received", "ReceivedArrays",
-           "check_batch_size",
            "count_of", "received", "rows_of", "spread"]
 
 HELD, RUNNING, READY, PARKED = "held", "running", "ready", "parked"
@@ -53,8 +41,7 @@ _WHY_NOT = {RUNNING: "which is running (sent, its results not in yet)",
 
 
 class Received(NamedTuple):
-    """What ``recv()`` returns: the five per-copy lists of ``step`` for the copies ``copy_ids``
-    (an int array), in that order; unpacks into six values."""
+    """What ``recv()`` returns: the five lists of ``step`` for the copies ``copy_ids``."""
 
     obs: list[Any]
     rewards: list[Any]
@@ -65,8 +52,7 @@ class Received(NamedTuple):
 
 
 class ReceivedArrays(NamedTuple):
-    """What ``recv_arrays()`` returns: the :class:`~marlhub.vector.faces.arrays.ArrayBatch` of the
-    copies ``copy_ids`` (an int array), one row per copy id; unpacks into two values."""
+    """What ``recv_arrays()`` returns: the ``ArrayBatch`` of the copies ``copy_ids``."""
 
     batch: Any
     copy_ids: np.ndarray
@@ -74,8 +60,7 @@ class ReceivedArrays(NamedTuple):
 
 def received(rows: Sequence[int], results: Sequence[tuple[Any, ...]], *,
              copy: bool = False) -> Received:
-    """The :class:`Received` of the copies ``rows`` from their 5-tuples (observations
-    deep-copied with ``copy``)."""
+    """The :class:`Received` of the copies ``rows`` (observations deep-copied with ``copy``)."""
     obs, rewards, terminateds, truncateds, infos = (
         [list(column) for column in zip(*results)] if results else [[] for _ in range(5)])
     return Received(deepcopy(obs) if copy else obs, rewards, terminateds, truncateds, infos,
@@ -109,45 +94,28 @@ def count_of(env_name: str, actions: Any) -> int:
     return len(actions)
 
 
-def check_batch_size(env_name: str, batch_size: Any, num_envs: int) -> int:
-    """Return ``batch_size`` (``num_envs`` for None) or raise :class:`VectorEnvError`."""
-    if batch_size is None:
-        return num_envs
-    if isinstance(batch_size, (int, np.integer)) and not isinstance(batch_size, bool) \
-            and 1 <= batch_size <= num_envs:
-        return int(batch_size)
-    raise VectorEnvError(env_name, f"batch_size must be an int from 1 to num_envs={num_envs}, "
-                         f"got {batch_size!r}", "Pass e.g. batch_size=num_envs // 2, or None "
-                         "for all copies (the synchronous call).")
-
-
 class ReadyCopies:
-    """Each copy's state in the ``recv``/``send`` cycle, and the results that wait for ``recv``.
-
-    Args:
-        env_name: the vector env's name, for messages.
-        num_envs: how many copies.
-        batch_size: how many copies ``recv()`` returns.
-    """
+    """Each of ``num_envs`` copies' state in the cycle, and the results waiting for ``recv``
+    (``batch_size`` at a time)."""
 
     def __init__(self, env_name: str, num_envs: int, batch_size: Optional[int] = None) -> None:
         self.env_name = env_name
         self.num_envs = num_envs
-        self.batch_size = check_batch_size(env_name, batch_size, num_envs)
+        if batch_size is not None and (not isinstance(batch_size, (int, np.integer)) or isinstance(
+                batch_size, bool) or not 1 <= batch_size <= num_envs):
+            raise VectorEnvError(env_name, f"batch_size must be an int from 1 to num_envs="
+                                 f"{num_envs}, got {batch_size!r}", "Pass e.g. batch_size="
+                                 "num_envs // 2, or None for all copies (the synchronous call).")
+        self.batch_size = num_envs if batch_size is None else int(batch_size)
         self.state = [HELD] * num_envs
         self.running = 0
         self._queue: deque[int] = deque()
         self._results: dict[int, Any] = {}
         self._parks: set[int] = set()
 
-    @property
-    def busy(self) -> bool:
-        """Whether any copy is running or waits for ``recv``."""
-        return self.running > 0 or bool(self._queue)
-
     def check_idle(self, call: str) -> None:
         """Raise unless no copy is running or waits for ``recv`` (before a synchronous call)."""
-        if self.busy:
+        if self.running or self._queue:
             raise VectorEnvError(
                 self.env_name, f"{call} was called while a recv()/send() cycle is under way "
                 f"({self.running} copies running, {len(self._queue)} waiting for recv())",
@@ -163,12 +131,8 @@ class ReadyCopies:
                     "recv() it first, or leave it out of the reset_mask.")
 
     def check_send(self, copy_ids: Any, count: Optional[int] = None) -> list[int]:
-        """Return ``copy_ids`` as a list of ints, or raise: each a held copy, once.
-
-        Args:
-            copy_ids: the copies to send to.
-            count: how many action dicts came with them, when known.
-        """
+        """Return ``copy_ids`` as a list of ints, or raise: each a held copy, once (``count``:
+        how many action dicts came with them)."""
         ids = np.asarray(copy_ids)
         if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
             raise VectorEnvError(self.env_name, f"send() got copy_ids {copy_ids!r}",
@@ -210,9 +174,8 @@ class ReadyCopies:
             self._parks.add(i)
 
     def take(self) -> tuple[list[int], list[Any]]:
-        """Hand out up to ``batch_size`` ready copies, first in first out, in the order of their
-        ids: their ids and results. They are held now (parked, the ones whose episode ended
-        under ``disabled``)."""
+        """Hand out up to ``batch_size`` ready copies (first in first out, by id): their ids and
+        results. They are held now, or parked."""
         count = min(self.batch_size, len(self._queue))
         rows = sorted(self._queue.popleft() for _ in range(count))
         for i in rows:

@@ -17,7 +17,7 @@ from ray.rllib.env.vector.vector_multi_agent_env import VectorMultiAgentEnv  # n
 import marlhub  # noqa: E402
 from marlhub.registry import register_with_ray  # noqa: E402
 from marlhub.vector import AsyncVectorMultiAgentEnv  # noqa: E402
-from marlhub.vector.rllib import VectorEnvRunner  # noqa: E402
+from marlhub.learners.rllib_runner import VectorEnvRunner  # noqa: E402
 from tests.adapters.rllib.ray_session import assert_both_policies_learned, by_player  # noqa: E402
 from tests.vector.envs import children, left_of  # noqa: E402
 

@@ -1,15 +1,9 @@
-"""A batched face for array learners: fixed agent slots, arrays of ``(num_envs, num_agents, ...)``.
+"""A ``gymnasium.vector.VectorEnv`` of fixed agent slots: arrays of ``(num_envs, num_agents, ...)``.
 
-:class:`AgentSlotVectorEnv` turns a vector env of lists of dicts into a
-``gymnasium.vector.VectorEnv`` whose observations, actions, rewards and done
-flags are arrays with one row per copy and one column per agent slot (the
-agents of ``possible_agents``, in that order), as SuperSuit and PufferLib
-learners take them; ``arr.reshape(num_envs * num_agents, ...)`` makes it one
-flat batch of agents. The agents must share one observation space and one
-action space. Nobody pads for dead or idle agents: ``infos["acting"]`` says
-which slots act in the next step (the others' actions are ignored) and
-``infos["alive"]`` which agents have had an observation this episode and are
-not done; slots without an observation this call hold zeros.
+:class:`AgentSlotVectorEnv` reads a vector env's array face for agents that share one
+observation and one action space. Nobody pads for dead or idle agents:
+``infos["acting"]`` says which slots act next (the others' actions are ignored),
+``infos["alive"]`` which agents were seen this episode and are not done.
 
 Example:
     >>> from marlhub.envs import RockPaperScissors
@@ -46,37 +40,21 @@ _GYMNASIUM_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": Autoreset
 
 
 class AgentSlotVectorEnv(VectorEnv):
-    """``num_envs`` copies x ``num_agents`` slots, as one ``gymnasium.vector.VectorEnv``.
+    """``num_envs`` copies x ``num_agents`` slots of any ``vector_env`` (its autoreset mode
+    kept; a batched simulator's or the workers' shared arrays handed on as they are).
 
-    Args:
-        vector_env: a :class:`~marlhub.vector.SyncVectorMultiAgentEnv`,
-            :class:`~marlhub.vector.AsyncVectorMultiAgentEnv` or
-            :class:`~marlhub.vector.BatchedVectorEnv` (its autoreset mode is kept); a
-            batched simulator's arrays, and those the workers of an async env made with
-            ``array_face=True`` write, are handed on as they are, no per-copy Python.
-        agents: the order of the slots: ``possible_agents`` (of every copy) in another
-            order; ``possible_agents`` of the first copy by default.
-
-    Attributes:
-        agents: the agent of each slot.
-        num_agents: how many slots each copy has.
-
-    ``reset`` and ``step`` return arrays shaped ``(num_envs, num_agents, ...)``
-    (a dict of such arrays for ``Dict`` observations), rewards as float64,
-    terminations and truncations as bools (a slot ends when its agent is done,
-    or when the episode ends while it is alive), and infos with ``"acting"``,
-    ``"alive"``, ``"action_mask"`` (once the env has shown a mask: one row per slot,
-    zeros for slots that do not act) and ``"infos"`` (each copy's own infos dict).
-
-    Raises:
-        VectorEnvError: the agents' spaces differ, or the copies have other agents.
+    ``agents`` orders the slots (``possible_agents`` by default). ``reset`` and ``step``
+    return arrays ``(num_envs, num_agents, ...)``, float64 rewards, bool terminations and
+    truncations (a slot ends when its agent is done or the episode ends while it is
+    alive), and infos ``"acting"``, ``"alive"``, ``"action_mask"`` (once shown; zeros for
+    slots that do not act) and ``"infos"`` (each copy's own). Raises ``VectorEnvError``
+    when the agents' spaces differ or the copies have other agents.
     """
 
     def __init__(self, vector_env: VectorMultiAgentEnv,
                  agents: Optional[Sequence[AgentID]] = None) -> None:
         self.vector_env = vector_env
-        # the vector env's own arrays (a batched simulator's, or the workers' in shared
-        # memory) are handed on as they are: their slots keep the group's order
+        # a batched simulator's or the workers' shared arrays keep the group's order
         own_arrays = isinstance(vector_env, BatchedVectorEnv) or \
             bool(getattr(vector_env, "array_face", False))
         first = vector_env.envs[0] if vector_env.envs else vector_env
@@ -102,12 +80,8 @@ class AgentSlotVectorEnv(VectorEnv):
         return obs_array, found
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Step with one action per slot (shape ``(num_envs, num_agents, ...)``); idle slots' are ignored.
-
-        Raises:
-            VectorEnvError: ``actions`` does not have one row per copy and one entry per slot.
-            ActionError: an acting slot's action is not legal (copy and agent named).
-        """
+        """Step with one action per slot, ``(num_envs, num_agents, ...)``; idle slots' are
+        ignored (raises ``VectorEnvError`` for a wrong shape, ``ActionError`` for a bad action)."""
         if self._order is not None or not hasattr(actions, "detach"):
             actions = self._checked_shape(actions)
         if self._order is not None:  # back to the group's order
@@ -168,9 +142,8 @@ class AgentSlotVectorEnv(VectorEnv):
 
 def _one_group(vector_env: VectorMultiAgentEnv, agents: list[AgentID],
                own_arrays: bool) -> tuple[str, Optional[list[int]]]:
-    """The group of the vector env's array face whose slots are ``agents``, and where each
-    slot is in the group (None: in the same order); raise when there is none (or, for arrays
-    the vector env makes itself, when the order differs)."""
+    """The group whose slots are ``agents``, and each slot's place in it (None: the same
+    order); raise when there is none (or the order differs in arrays the env makes itself)."""
     for name, members in vector_env.groups.items():
         if members == agents:
             return name, None

@@ -1,17 +1,9 @@
-"""The array face of a vector env: per group of agents, arrays of ``(num_envs, num_agents, ...)``.
+"""The array face: per group of agents, arrays of ``(num_envs, num_agents, ...)``.
 
-A vector env's copies share ``possible_agents``; agents with the same
-observation and action spaces form a group (:func:`~marlhub.adapters.batched.group_agents`: one group
-``"agents"`` when all agents agree, else TorchRL's ``"<name>_<int>"`` rule),
-and each group's values are arrays with one row per copy and one column per
-agent of the group, in ``possible_agents`` order. One reset or step of every
-copy is an :class:`ArrayBatch`.
-
-A natively batched source (:mod:`marlhub.vector.sources.batched`) fills the arrays
-straight from its simulator. For copies stepped one by one (sync and async
-vector envs), :class:`DictArrays` builds them from the lists of per-copy
-dicts: who acts (``acting``), who has been seen and is not done (``alive``),
-zeros for slots without an observation in this call.
+Agents with the same spaces form a group (:func:`~marlhub.adapters.batched.group_agents`),
+whose values have one row per copy and one column per agent. One reset or step of every
+copy is an :class:`ArrayBatch`: a batched simulator fills it itself, and
+:class:`DictArrays` builds it from the lists of dicts of copies stepped one by one.
 
 Example:
     >>> import gymnasium as gym
@@ -40,7 +32,7 @@ from marlhub.vector.autoreset import ENDED_AND_RESET, FINAL_OBS, IDLE, RESTARTED
 from marlhub.vector.faces.group_actions import GroupActions
 
 __all__ = ["ArrayBatch", "DictArrays", "Leaf", "array_leaves", "final_obs_of", "obs_leaves",
-           "reshape_rows", "row_index"]
+           "reshape_rows", "row_index", "tree_map"]
 
 #: One array of a slot: (key in a Dict observation or None, shape, dtype).
 Leaf = tuple[Optional[str], tuple[int, ...], np.dtype]
@@ -49,7 +41,7 @@ _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.MultiBinary, gym.spaces.MultiDiscret
 
 
 def array_leaves(space: gym.Space) -> Optional[list[Leaf]]:
-    """Return the fixed-size arrays an observation of ``space`` is made of, or None.
+    """The fixed-size arrays an observation of ``space`` is made of, or None.
 
     Example:
         >>> array_leaves(gym.spaces.Box(0, 1, (3,), np.float32))
@@ -70,8 +62,7 @@ def array_leaves(space: gym.Space) -> Optional[list[Leaf]]:
 
 
 def obs_leaves(space: gym.Space) -> Optional[list[Leaf]]:
-    """:func:`array_leaves`, and a ``Discrete`` observation as one int64 (the array face's
-    layout of an observation; None when it has no fixed size).
+    """:func:`array_leaves`, and a ``Discrete`` observation as one int64.
 
     Example:
         >>> obs_leaves(gym.spaces.Discrete(3))
@@ -87,23 +78,15 @@ class ArrayBatch:
     """One ``reset`` or ``step`` of every copy, as arrays per group.
 
     Attributes:
-        obs: group -> observations ``(num_envs, n, ...)`` (a dict of such arrays for
-            ``Dict`` spaces); a slot with no observation in this call holds zeros.
-        rewards: group -> rewards ``(num_envs, n)`` (zeros after a reset).
-        terminated, truncated: group -> ``(num_envs, n)`` bools: the agent is done in
-            this call (or the episode ended while it was alive).
-        episode_terminated, episode_truncated: ``(num_envs,)`` bools, the ``"__all__"`` flags.
-        acting: group -> ``(num_envs, n)`` bools: the slot acts in the next step (the
-            others' actions are ignored).
-        alive: group -> ``(num_envs, n)`` bools: the agent has been seen this episode and
-            is not done.
-        action_mask: group -> ``(num_envs, n, size)`` int8 masks, for groups whose
-            agents have shown one (all ones for slots that do not act).
-        infos: each copy's infos dict, as its dict face returns it (built when read,
-            for a batched source).
-        final_obs: under ``same_step``, group -> the observations of the step that
-            ended the episode, for the rows of copies that ended and were reset (``obs``
-            holds their reset observations); else None.
+        obs: group -> ``(num_envs, n, ...)`` (dicts for ``Dict`` spaces; zeros: no observation).
+        rewards, terminated, truncated: group -> ``(num_envs, n)``; a slot is done when its
+            agent is, or when the episode ended while it was alive.
+        episode_terminated, episode_truncated: ``(num_envs,)``, the ``"__all__"`` flags.
+        acting, alive: group -> ``(num_envs, n)``: acts next; seen this episode and not done.
+        action_mask: group -> ``(num_envs, n, size)`` int8, once the group showed a mask.
+        infos: each copy's infos dict, as the dict face returns it.
+        final_obs: under ``same_step``, group -> the observations that ended the episode of
+            the copies reset in the call; else None.
     """
 
     obs: dict[str, Any]
@@ -119,19 +102,29 @@ class ArrayBatch:
     final_obs: Optional[dict[str, Any]] = None
 
 
+def tree_map(fn: Callable[[Any], Any], tree: Any) -> Any:
+    """``fn`` of an array, or of each array of nested dicts and tuples (an observation of a
+    ``Dict`` or ``Tuple`` space, a group's values).
+
+    Example:
+        >>> tree_map(len, {"a": [1, 2], "b": ([3], [])})
+        {'a': 2, 'b': (1, 0)}
+    """
+    if isinstance(tree, dict):
+        return {key: tree_map(fn, value) for key, value in tree.items()}
+    if isinstance(tree, tuple):
+        return tuple(tree_map(fn, value) for value in tree)
+    return fn(tree)
+
+
 def reshape_rows(flat: Any, lead: tuple[int, ...]) -> Any:
     """Give ``flat`` (or each array of a nested dict or tuple) the leading shape ``lead``."""
-    if isinstance(flat, dict):
-        return {key: reshape_rows(value, lead) for key, value in flat.items()}
-    if isinstance(flat, tuple):
-        return tuple(reshape_rows(value, lead) for value in flat)
-    return flat.reshape(lead + tuple(flat.shape[1:]))
+    return tree_map(lambda array: array.reshape(lead + tuple(array.shape[1:])), flat)
 
 
 def row_index(rows: Sequence[int]) -> Any:
-    """An index of the rows ``rows``, in their order: a slice when they are one ascending run,
-    as a worker's copies are (numpy slices several times faster than it gathers a list),
-    else the list.
+    """An index of the rows ``rows``: a slice when they are one ascending run (numpy slices
+    several times faster than it gathers), else the list.
 
     Example:
         >>> row_index([4, 5, 6]), row_index([1, 3]), row_index([5, 4])
@@ -144,26 +137,11 @@ def row_index(rows: Sequence[int]) -> Any:
 
 
 class DictArrays:
-    """Builds :class:`ArrayBatch` es from the lists of dicts of copies stepped one by one.
+    """Builds :class:`ArrayBatch` es of ``num_envs`` copies of ``groups`` from their dicts.
 
-    Args:
-        num_envs: how many copies.
-        groups: group name -> agents.
-        observation_space, action_space: each agent's spaces.
-        env_name: the vector env's name, for messages.
-
-    Attributes:
-        checker: the checks of action arrays (:class:`~marlhub.vector.faces.group_actions.GroupActions`).
-        mask_size: group -> the size of its action masks, for the groups whose agents
-            have shown one (from then on, the batches hold a mask array for the group).
-
-    It keeps, per copy, who is alive, as seen in the calls it converts; feed it
-    every ``reset`` and ``step`` of the vector env, with what each call did to each
-    copy as the book has it (:attr:`CopyBook.outcomes <marlhub.vector.book.CopyBook>`):
-    the autoreset rule is never worked out here.
-    Each call makes one pass over each copy's dicts. By default it returns new
-    arrays; given ``out`` (arrays of the same shapes, a worker's rows of shared
-    memory for example), it fills those instead.
+    Feed it every call with each copy's outcome (the book's): it keeps who is alive, never
+    the autoreset rule. It returns new arrays, or fills ``out`` (a worker's shared rows).
+    ``checker`` checks action arrays; ``mask_size``: group -> its mask size, once seen.
     """
 
     def __init__(self, num_envs: int, groups: Mapping[str, Sequence[AgentID]],
@@ -177,26 +155,21 @@ class DictArrays:
         self.slot = {agent: (name, j) for name, agents in self.groups.items()
                      for j, agent in enumerate(agents)}
         self.blank = {name: zero_like(space) for name, space in self.spaces.items()}
-        # Groups whose observations are fixed-size arrays are written slot by slot into
-        # zeroed arrays; the others go through gymnasium's concatenate.
+        # fixed-size observations are written slot by slot; others through concatenate
         self.leaves = {name: obs_leaves(space) for name, space in self.spaces.items()}
         self.mask_size: dict[str, int] = {}
         self.checker = GroupActions(env_name, num_envs, self.groups,
                                     {a: action_space(a) for a in self.slot})
         self.alive: list[set[AgentID]] = [set() for _ in range(num_envs)]
-        # final observations written into ``out`` since it was last zeroed whole: a call on
-        # some rows (``recv()``) zeroes only those, and the others may still hold theirs
+        # final observations written into ``out`` since it was zeroed whole
         self._final_filled = False
 
     def reset(self, obs: Sequence[Mapping[Any, Any]], infos: Sequence[Any],
               actors: Sequence[Sequence[AgentID]], mask: Any = None,
               out: Optional[ArrayBatch] = None,
               rows: Optional[Sequence[int]] = None) -> ArrayBatch:
-        """Convert a ``reset`` (of the copies ``mask`` selects, or of all); fill ``out`` if given.
-
-        ``rows``: ``obs`` and ``infos`` are those copies' only (``recv()``), and so is the
-        batch, unless ``out`` is given: then only those rows of it are written.
-        """
+        """Convert a ``reset`` (of the copies ``mask`` selects, or all). ``rows``: the copies
+        of ``obs`` and ``infos`` (``recv()``), the rows of the batch, or of ``out``."""
         copies = range(self.num_envs) if rows is None else rows
         for i, ob in zip(copies, obs):
             if mask is None or mask[i]:
@@ -207,10 +180,8 @@ class DictArrays:
     def step(self, results: tuple[Sequence[Any], ...], actors: Sequence[Sequence[AgentID]],
              outcomes: Sequence[int], out: Optional[ArrayBatch] = None,
              rows: Optional[Sequence[int]] = None) -> ArrayBatch:
-        """Convert a ``step``: the five lists of the dict face, who acts next and what the call
-        did to each copy (``outcomes``, one per copy of the vector env); fill ``out`` if given
-        (``rows``: as :meth:`reset` takes it; a reset that arrives as a step's results, after
-        ``async_reset``, has the outcome ``RESTARTED``)."""
+        """Convert a ``step``: the five lists, who acts next and each copy's ``outcomes`` (a
+        reset that arrives as a step's results is ``RESTARTED``); ``rows``: as in :meth:`reset`."""
         obs, rewards, terminateds, truncateds, infos = results
         batch = self._target(out, rows)
         final_rows = out.final_obs if out is not None else None
@@ -254,7 +225,7 @@ class DictArrays:
             alive[i] = set(ob) if reset_too else set()  # same_step: obs is the reset's
             if reset_too:
                 if final_rows is None:
-                    final_rows = self._final_rows(count)
+                    final_rows = {name: self._obs_rows([{}] * count, name) for name in self.groups}
                 self._fill_final(final_rows, p, infos[k])
                 self._final_filled = True
         if out is None:
@@ -264,8 +235,7 @@ class DictArrays:
     # -- helpers ------------------------------------------------------------------
 
     def _target(self, out: Optional[ArrayBatch], rows: Optional[Sequence[int]]) -> ArrayBatch:
-        """``out`` cleared (zeros; masks all ones; only ``rows`` if given; its final
-        observations where an earlier call may have left some), or a new batch of zeros."""
+        """``out`` cleared (zeros, masks ones; only ``rows`` if given), or a new batch of zeros."""
         filled, self._final_filled = self._final_filled, self._final_filled and rows is not None
         if out is None:
             n = self.num_envs if rows is None else len(rows)
@@ -298,8 +268,7 @@ class DictArrays:
               actors: Sequence[Sequence[AgentID]], fresh: bool,
               rows: Optional[Sequence[int]] = None) -> ArrayBatch:
         """Write who acts, their masks, who is alive and the observations into ``batch``
-        (``fresh``: a batch of this call's, which takes a mask array for a group's first mask;
-        ``rows``: the copies of ``obs`` and ``infos``, as :meth:`reset` takes them)."""
+        (``fresh``: made in this call; ``rows``: as in :meth:`reset`)."""
         slot, acting, alive = self.slot, batch.acting, batch.alive
         written = {name: array for name, array in batch.obs.items()
                    if self.leaves[name] is not None}
@@ -356,9 +325,6 @@ class DictArrays:
         if masks is not None:  # (``out`` may keep no masks for the group)
             masks[i, j] = flat
 
-    def _final_rows(self, n: int) -> dict[str, Any]:
-        return {name: self._obs_rows([{}] * n, name) for name in self.groups}
-
     def _fill_final(self, final: dict[str, Any], i: int, infos: Any) -> None:
         final_obs = final_obs_of(infos)
         for name in self.groups:
@@ -366,14 +332,8 @@ class DictArrays:
                 _set_row(final[name], i, self._obs_rows([final_obs], name))
         for agent, value in final_obs.items():  # the rows hold zeros: write the slots seen
             name, j = self.slot[agent]
-            target = final[name]
-            if self.leaves[name] is None:
-                continue
-            if type(target) is dict:
-                for key, array in target.items():
-                    array[i, j] = value[key]
-            else:
-                target[i, j] = value
+            if self.leaves[name] is not None:
+                _put(final[name], i, j, value)
 
     def _obs_rows(self, obs: Sequence[Mapping[Any, Any]], name: str) -> Any:
         leaves = self.leaves[name]
@@ -383,11 +343,7 @@ class DictArrays:
                 for agent, value in ob.items():
                     group, j = self.slot[agent]
                     if group == name:
-                        if type(out) is dict:
-                            for key, array in out.items():
-                                array[i, j] = value[key]
-                        else:
-                            out[i, j] = value
+                        _put(out, i, j, value)
             return out
         agents, blank, space = self.groups[name], self.blank[name], self.spaces[name]
         items = [ob.get(agent, blank) for ob in obs for agent in agents]
@@ -396,8 +352,8 @@ class DictArrays:
 
 
 def final_obs_of(infos: Any) -> Mapping[Any, Any]:
-    """The obs dict that ended a copy's episode under ``same_step`` (``{}`` when there is none),
-    from the infos of the step that reset it.
+    """The obs dict that ended a copy's episode under ``same_step`` (``{}`` if none), from the
+    infos of the step that reset it.
 
     Example:
         >>> final_obs_of({"__common__": {"final_obs": {"a": 1}}}), final_obs_of({})
@@ -410,8 +366,7 @@ def final_obs_of(infos: Any) -> Mapping[Any, Any]:
 
 def _flag_slots(flags: Mapping[Any, Any], slot: Mapping[AgentID, tuple[str, int]],
                 target: dict[str, np.ndarray], i: int) -> list[AgentID]:
-    """Set row ``i`` of ``target`` for the agents a done dict flags (``__all__`` left out);
-    return them."""
+    """Set row ``i`` of ``target`` for the agents a done dict flags; return them."""
     done = []
     for agent, value in flags.items():
         if agent != ALL and (value is True or (value is not False and truthy(value))):
@@ -429,14 +384,18 @@ def _zeros_of(leaves: Any, lead: tuple[int, ...]) -> Any:
     return {key: np.zeros(lead + shape, dtype) for key, shape, dtype in leaves}
 
 
-def _zero(target: Any, where: Any) -> None:
-    """Zero the rows ``where`` (``slice(None)`` or a :func:`row_index`) of an array, or of each
-    array of a nested dict."""
-    if isinstance(target, dict):
-        for value in target.values():
-            _zero(value, where)
+def _put(target: Any, i: int, j: int, value: Any) -> None:
+    """Write one slot's observation into an array, or into each array of a dict of them."""
+    if type(target) is dict:
+        for key, array in target.items():
+            array[i, j] = value[key]
     else:
-        target[where] = 0
+        target[i, j] = value
+
+
+def _zero(target: Any, where: Any) -> None:
+    """Zero the rows ``where`` of an array, or of each array of a nested dict."""
+    tree_map(lambda array: array.__setitem__(where, 0), target)
 
 
 def _set_row(target: Any, i: int, rows: Any) -> None:

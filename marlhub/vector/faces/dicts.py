@@ -1,11 +1,9 @@
-"""The dict face of a batched vector env: lists of per-copy dicts, built from its arrays.
+"""The dict face of a batched vector env: lists of per-copy dicts, read from its arrays.
 
-A :class:`~marlhub.vector.sources.batched.BatchedVectorEnv` steps arrays; its ``reset``
-and ``step`` take and return lists of per-copy dicts, exactly as
-:class:`~marlhub.vector.SyncVectorMultiAgentEnv` does (the same
-:class:`~marlhub.vector.book.CopyBook` checks the action dicts and keeps who
-acts), by reading the arrays row by row (:class:`DictFace`). A copy's infos are
-built only when read (:class:`LazyInfos`), so the array face pays nothing for them.
+:class:`DictFace` gives a :class:`~marlhub.vector.sources.batched.BatchedVectorEnv` the
+``reset`` and ``step`` of :class:`~marlhub.vector.SyncVectorMultiAgentEnv` (the same
+:class:`~marlhub.vector.book.CopyBook` checks the dicts); infos are built only when
+read (:class:`LazyInfos`), so the array face pays nothing for them.
 
 Example:
     >>> import marlhub
@@ -31,27 +29,20 @@ from marlhub.core import ALL, COMMON, AgentID
 from marlhub.spaces import ACTION_MASK_KEY
 from marlhub.vector.autoreset import ENDED_AND_RESET, IDLE, RESTARTED, same_step_infos
 from marlhub.vector.book import CopyBook
+from marlhub.vector.faces.arrays import tree_map
 from marlhub.vector.ready import ReadyCopies
 
 __all__ = ["DictFace", "LazyInfos"]
 
 
 class LazyInfos(Sequence):
-    """Each copy's infos dict, built from per-group info arrays when read.
+    """Each copy's infos dict, built from per-group info ``arrays`` (group -> key ->
+    ``(num_envs, n, ...)``) when read.
 
-    Args:
-        env: the batched vector env (for its groups).
-        arrays: group -> key -> ``(num_envs, n, ...)``.
-        final: under ``same_step``, ``(infos of the ending step, which copies ended, final
-            obs arrays, per group the slots that ended in it)``: those copies' infos also
-            carry ``"final_obs"`` (of those agents) and ``"final_info"`` under
-            ``"__common__"``.
-        common: infos of whole copies (``(num_envs, ...)`` arrays, any nesting), under
-            ``"__common__"``; ``common_rows`` says which copies have them.
-
-    Attributes:
-        batch: the :class:`~marlhub.vector.faces.arrays.ArrayBatch` these infos belong to; its
-            action masks go to the infos of the agents that act.
+    ``final``: under ``same_step``, ``(infos of the ending step, which copies ended, final obs
+    arrays, per group the slots that ended)`` for ``"__common__"``'s ``"final_obs"`` and
+    ``"final_info"``; ``common``: whole copies' infos (``common_rows`` says whose); ``batch``:
+    the batch whose masks go to the acting agents' infos.
     """
 
     def __init__(self, env: Any, arrays: Mapping[str, Mapping[str, Any]],
@@ -66,13 +57,13 @@ class LazyInfos(Sequence):
         self.batch: Any = None
 
     def with_final(self, final: tuple[Any, Any, Any, Any]) -> "LazyInfos":
-        """The same infos, with ``same_step``'s final obs and infos (see the class)."""
+        """The same infos, with ``same_step``'s final obs and infos."""
         return LazyInfos(self, self.arrays, final, common=self.common,
                          common_rows=self.common_rows)
 
     def with_rows_reset(self, arrays: Mapping[str, Mapping[str, Any]],
                         rows: Any) -> "LazyInfos":
-        """The infos after the copies of ``rows`` were reset: ``arrays``, no common infos."""
+        """The infos after the copies ``rows`` were reset (``arrays``, no common infos)."""
         common_rows = self.common_rows.copy()
         common_rows[rows] = False
         return LazyInfos(self, arrays, self.final, common=self.common, common_rows=common_rows)
@@ -110,14 +101,8 @@ class LazyInfos(Sequence):
                 if name in masks and acting[name][i, j]:
                     infos.setdefault(agent, {})[ACTION_MASK_KEY] = masks[name][i, j]
         if self.common is not None and self.common_rows[i]:
-            infos[COMMON] = _row(self.common, i)
+            infos[COMMON] = tree_map(lambda value: value[i], self.common)
         return infos
-
-
-def _row(tree: Any, i: int) -> Any:
-    if isinstance(tree, dict):
-        return {k: _row(v, i) for k, v in tree.items()}
-    return tree[i]
 
 
 def obs_of_copy(groups: Mapping[str, Sequence[AgentID]], obs: Mapping[str, Any], i: int,
@@ -128,23 +113,12 @@ def obs_of_copy(groups: Mapping[str, Sequence[AgentID]], obs: Mapping[str, Any],
         rows = obs[name]
         for j, agent in enumerate(members):
             if agents is None or agent in agents:
-                found[agent] = _item(rows, i, j)
+                found[agent] = tree_map(lambda value: value[i, j], rows)
     return found
 
 
-def _item(rows: Any, i: int, j: int) -> Any:
-    if isinstance(rows, dict):
-        return {key: _item(value, i, j) for key, value in rows.items()}
-    return rows[i, j]
-
-
 class DictFace:
-    """``reset`` and ``step`` with lists of per-copy dicts over a batched vector env.
-
-    Args:
-        env: the :class:`~marlhub.vector.sources.batched.BatchedVectorEnv`.
-        batch_size: how many copies ``recv`` returns (the book's cycle).
-    """
+    """``reset`` and ``step`` with lists of dicts over a batched vector ``env``."""
 
     def __init__(self, env: Any, batch_size: Optional[int] = None) -> None:
         self.env = env
@@ -159,35 +133,26 @@ class DictFace:
 
     def sync(self, batch: Any, ended: Any, final_flags: Any) -> None:
         """Bring the book up to the array face's last call (the dict face comes next)."""
-        book = self.book
-        obs, infos = [], []
-        for i in range(self.env.num_envs):
-            acting = self._acting(batch, i)
-            obs.append(obs_of_copy(self.env.groups, to_numpy(batch.obs), i, acting))
-            infos.append(batch.infos.agent_infos(i, acting))
-        book.record_reset(obs, infos)
+        self.reset(batch)
         for row in np.flatnonzero(ended):
-            book.ended[row], book.actors[row] = True, []
-            book.final_flags[row] = (bool(final_flags[row, 0]), bool(final_flags[row, 1]))
-        self.synced = True
+            self.book.ended[row], self.book.actors[row] = True, []
+            self.book.final_flags[row] = (bool(final_flags[row, 0]), bool(final_flags[row, 1]))
 
     def reset(self, batch: Any, mask: Any = None) -> tuple[list[Any], list[Any]]:
         """The obs and infos lists of a reset (of the copies ``mask`` selects, or of all)."""
-        env, book = self.env, self.book
-        obs: list[Any] = []
-        infos: list[Any] = []
-        for i in range(env.num_envs):
-            if mask is None or mask[i]:
-                acting = self._acting(batch, i)
-                obs.append(obs_of_copy(env.groups, to_numpy(batch.obs), i, acting))
-                infos.append(batch.infos.agent_infos(i, acting))
-            else:
-                ob, info = book.kept_by_masked_reset(i)
-                obs.append(ob)
-                infos.append(info)
-        book.record_reset(obs, infos, mask)
+        obs_rows = to_numpy(batch.obs)
+        obs, infos = map(list, zip(*(
+            self._actors_dicts(batch, obs_rows, i) if mask is None or mask[i]
+            else self.book.kept_by_masked_reset(i) for i in range(self.env.num_envs))))
+        self.book.record_reset(obs, infos, mask)
         self.synced = True
         return obs, infos
+
+    def _actors_dicts(self, batch: Any, obs_rows: Any, i: int) -> tuple[Any, Any]:
+        """Copy ``i``'s obs and infos dicts of the agents that act next."""
+        acting = self._agents(batch.acting, i)
+        return (obs_of_copy(self.env.groups, obs_rows, i, acting),
+                batch.infos.agent_infos(i, acting))
 
     def step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
         """Check the action dicts, step the arrays, return the five per-copy lists."""
@@ -197,7 +162,7 @@ class DictFace:
         book.check_actions(actions)
         before = list(book.ended)
         last = env._last
-        live = [self._alive(last, i) for i in range(env.num_envs)]  # paid and flagged
+        live = [self._agents(last.alive, i) for i in range(env.num_envs)]  # paid and flagged
         batch = env._step_checked(self._arrays(actions, before))
         obs_rows = to_numpy(batch.obs)
         groups = env.groups
@@ -215,7 +180,7 @@ class DictFace:
             rewards: dict[Any, Any] = {}
             terminateds: dict[Any, Any] = {}
             truncateds: dict[Any, Any] = {}
-            present = self._acting(batch, i) if reset_now else set()  # who observes
+            present = self._agents(batch.acting, i) if reset_now else set()  # who observes
             for name, members in groups.items():
                 for j, agent in enumerate(members):
                     if not reset_now and agent in live[i] and (
@@ -235,22 +200,17 @@ class DictFace:
         return tuple(map(list, zip(*results)))
 
     def _ended_copy(self, batch: Any, obs_rows: Any, i: int, outcome: int) -> tuple[Any, ...]:
-        """What a copy whose episode ended in the last call returns now: its reset
-        (``RESTARTED``), or nothing but its final flags (``IDLE``)."""
+        """What an ended copy returns: its reset (``RESTARTED``), or its final flags (``IDLE``)."""
         if outcome == RESTARTED:
-            acting = self._acting(batch, i)
-            return (obs_of_copy(self.env.groups, obs_rows, i, acting), {}, {ALL: False},
-                    {ALL: False}, batch.infos.agent_infos(i, acting))
+            ob, info = self._actors_dicts(batch, obs_rows, i)
+            return ob, {}, {ALL: False}, {ALL: False}, info
         terminated, truncated = self.book.final_flags[i]
         return {}, {}, {ALL: terminated}, {ALL: truncated}, {}
 
-    def _acting(self, batch: Any, i: int) -> set[AgentID]:
+    def _agents(self, flags: Mapping[str, Any], i: int) -> set[AgentID]:
+        """Copy ``i``'s agents whose slot is True in ``flags`` (``acting`` or ``alive``)."""
         return {agent for name, members in self.env.groups.items()
-                for j, agent in enumerate(members) if batch.acting[name][i, j]}
-
-    def _alive(self, batch: Any, i: int) -> set[AgentID]:
-        return {agent for name, members in self.env.groups.items()
-                for j, agent in enumerate(members) if batch.alive[name][i, j]}
+                for j, agent in enumerate(members) if flags[name][i, j]}
 
     def _arrays(self, actions: Sequence[Any], before: list[bool]) -> dict[str, Any]:
         """The action dicts as one array per group (the space's zero where nobody acts)."""

@@ -1,9 +1,8 @@
 """Actions of the array face: one array per group, ``(num_envs, n, ...)``, checked in one pass.
 
-:class:`GroupActions` checks what ``step_arrays`` gets before any copy moves:
-the groups named, each array's shape, dtype and device (torch tensors stay on
-theirs), then every acting slot's value against its space and action mask,
-all at once; the first bad slot is named by group, copy and agent.
+:class:`GroupActions` checks the groups, each array's shape, dtype and device, then every
+acting slot against its space and mask, before any copy moves; the first bad slot is
+named by group, copy and agent.
 
 Example:
     >>> import gymnasium as gym
@@ -38,15 +37,8 @@ _FIX = ("Pass one action per copy and slot of each group, inside the slot's acti
 
 
 class GroupActions:
-    """The checks of one array per group (see the module).
-
-    Args:
-        env_name: the vector env's name, for messages.
-        num_envs: how many copies.
-        groups: group name -> agents.
-        action_spaces: each agent's action space (one per group is read).
-        device: the device torch actions must be on (None: any, as numpy).
-    """
+    """The checks of one array per group of ``num_envs`` copies (``device``: where torch
+    actions must be; None: any)."""
 
     def __init__(self, env_name: str, num_envs: int, groups: Mapping[str, Sequence[AgentID]],
                  action_spaces: Mapping[AgentID, gym.Space], device: Any = None) -> None:
@@ -66,20 +58,14 @@ class GroupActions:
 
     def check(self, actions: Any, acting: Mapping[str, np.ndarray],
               masks: Mapping[str, np.ndarray], copy_ids: Any = None) -> dict[str, Any]:
-        """Return the actions per group, as given; raise for the first bad one.
+        """Return the actions per group, as given, or raise for the first bad one.
 
-        Args:
-            actions: group -> array (numpy, or a torch tensor on the source's device).
-            acting: group -> ``(num_envs, n)`` bools: slots whose actions count.
-            masks: group -> ``(num_envs, n, size)`` masks, for groups with masks.
-            copy_ids: the copies of the arrays' rows (``send_arrays``), when not every
-                copy: the arrays, ``acting`` and ``masks`` then have one row per copy id.
+        ``acting`` and ``masks`` (group -> arrays) say whose actions count and what they
+        may be; ``copy_ids``: the copies of the rows, when not every copy.
 
         Raises:
-            VectorEnvError: not a dict of the groups, or an array of the wrong shape,
-                dtype or device (the group and the expected shape named).
-            ActionError: an acting slot's action outside its space or mask (group,
-                copy and agent named); no copy was stepped.
+            VectorEnvError: not a dict of the groups, or a wrong shape, dtype or device.
+            ActionError: an acting slot's action outside its space or mask.
         """
         if not isinstance(actions, Mapping) or set(actions) != set(self.groups):
             got = sorted(map(str, actions)) if isinstance(actions, Mapping) else \
@@ -127,7 +113,7 @@ class GroupActions:
                 f"(group {name!r}, actions of shape {shape})", fix=_FIX)
 
     def host(self, name: str, value: Any) -> np.ndarray:
-        """The actions as a numpy array (a torch tensor on the right device is read there)."""
+        """The actions as a numpy array (a torch tensor on the right device is read)."""
         if hasattr(value, "detach") and hasattr(value, "device"):
             if self.device is not None and not _on_device(value.device, self.device):
                 raise VectorEnvError(
@@ -139,8 +125,7 @@ class GroupActions:
 
 
 def _on_device(device: Any, wanted: Any) -> bool:
-    """Whether a tensor on ``device`` is on ``wanted``, as torch places tensors: ``"cuda"``
-    is the current CUDA device (``cuda:0`` unless set otherwise), ``"cpu:0"`` the CPU."""
+    """Whether a tensor on ``device`` is on ``wanted`` (``"cuda"``: the current CUDA device)."""
     import torch  # only torch tensors come here
 
     wanted = torch.device(wanted)
@@ -180,8 +165,7 @@ def _legal(space: gym.Space, values: np.ndarray, mask: Any) -> np.ndarray:
 
 
 def _below(index: np.ndarray, size: int) -> np.ndarray:
-    """``0 <= index < size``, elementwise: one comparison for native ints of 4 or 8 bytes,
-    read as unsigned (a negative index wraps to 2**31 or more, above any size they hold)."""
+    """``0 <= index < size``: one unsigned comparison for native ints of 4 or 8 bytes."""
     dtype = index.dtype
     if dtype.kind == "i" and dtype.isnative and dtype.itemsize >= 4 \
             and size <= 2 ** (8 * dtype.itemsize - 1):

@@ -1,23 +1,12 @@
 """A natively batched simulator as a vector env: ONE object of ``num_envs`` copies, never N.
 
-:class:`BatchedVectorEnv` holds a :class:`~marlhub.adapters.batched.BatchedSource`
-(VMAS, a batched TorchRL env, ...) and gives it the three faces of a vector env:
-
-* the **array face**, natural to it: :meth:`BatchedVectorEnv.reset_arrays` and
-  :meth:`~BatchedVectorEnv.step_arrays` read and write the simulator's batch
-  per group, ``(num_envs, n, ...)``, with no per-copy Python; numpy by default,
-  torch tensors on the simulator's device with ``as_torch=True``;
-* the **dict face** (``reset`` / ``step`` with lists of per-copy dicts, as
-  :class:`~marlhub.vector.SyncVectorMultiAgentEnv`), built from the arrays only
-  when called (:mod:`marlhub.vector.faces.dicts`);
-* :class:`~marlhub.vector.AgentSlotVectorEnv` and ``to_torchrl(envs)`` read the
-  array face.
-
-The autoreset modes are those of every vector env; a copy is reset through the
-simulator's own partial reset (``reset_rows``), and so is a ``reset_mask``.
-Seeding differs from copies made one by one: ``reset(seed=s)`` seeds the
-simulator once, and the source's ``seeding`` says what that reproduces
-(``marlhub check ID --vector N`` proves it).
+:class:`BatchedVectorEnv` gives a :class:`~marlhub.adapters.batched.BatchedSource` (VMAS,
+JaxMARL, a batched TorchRL env) every face: the array face is its own batch per group, with
+no per-copy Python (numpy, or torch on the simulator's device with ``as_torch=True``); the
+dict face is read from it when called (:mod:`marlhub.vector.faces.dicts`); ``recv``/``send``
+step every copy at once (:mod:`~marlhub.vector.sources.batched_cycle`). Copies are reset by
+the simulator's partial reset (``reset_rows``); ``reset(seed=s)`` seeds it once, and its
+``seeding`` says what that reproduces.
 
 Example:
     >>> import marlhub
@@ -35,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from copy import deepcopy
 from typing import Any, Optional
@@ -55,7 +45,7 @@ from marlhub.vector.base import (
     reset_mask_of,
 )
 from marlhub.vector.book import ARRAYS, DICTS
-from marlhub.vector.faces.arrays import ArrayBatch
+from marlhub.vector.faces.arrays import ArrayBatch, tree_map
 from marlhub.vector.faces.dicts import DictFace, LazyInfos
 from marlhub.vector.faces.group_actions import GroupActions
 from marlhub.vector.ready import Received, ReceivedArrays, rows_of
@@ -65,25 +55,15 @@ __all__ = ["BatchedVectorEnv"]
 
 
 class BatchedVectorEnv(VectorMultiAgentEnv):
-    """A batched source as a vector env (see the module).
+    """A batched ``source`` as a vector env (see the module).
 
     Args:
-        source: a :class:`~marlhub.adapters.batched.BatchedSource`.
+        source: a :class:`~marlhub.adapters.batched.BatchedSource` (else ``ProtocolError``).
         autoreset_mode: ``"next_step"`` (default), ``"same_step"`` or ``"disabled"``.
         env_id: the registry id, for messages and ``repr``.
-        as_torch: the array face returns the simulator's torch tensors, on its
-            device, instead of numpy arrays (the dict face is always numpy).
+        as_torch: the array face returns torch tensors on the simulator's device.
         check_masks: refuse actions outside the action masks (the default).
-        batch_size: how many copies ``recv()`` and ``recv_arrays()`` return (None: all of
-            them); the simulator steps once every copy is sent
-            (:mod:`marlhub.vector.sources.batched_cycle`).
-
-    Attributes:
-        source: the batched simulator.
-        seeding: what ``reset(seed=s)`` reproduces, in the source's words.
-
-    Raises:
-        ProtocolError: ``source`` is no batched source.
+        batch_size: how many copies ``recv()`` and ``recv_arrays()`` return (None: all).
     """
 
     def __init__(self, source: Any, autoreset_mode: Any = "next_step", *,
@@ -130,23 +110,9 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
 
     # -- the array face -------------------------------------------------------------
 
-    def reset_arrays(self, *, seed: Any = None,
-                     options: Optional[dict[str, Any]] = None) -> ArrayBatch:
-        """Reset every copy (or those of ``options["reset_mask"]``); return the arrays.
-
-        Raises:
-            VectorEnvError: a seed per copy (the simulator is seeded once), a seed with a
-                ``reset_mask``, or other options (the simulator takes none).
-        """
-        self._check_open()
+    def _reset_batch(self, seed: Any, options: Optional[dict[str, Any]]) -> ArrayBatch:
         self._cycle.check_idle("reset_arrays()")
-        masked = options is not None and "reset_mask" in options
-        if masked:
-            self._book.check_face(ARRAYS, "reset_arrays()")
-        batch = self._reset_arrays(seed, options)
-        if not masked:
-            self._book.claim_face(ARRAYS)
-        return batch
+        return self._reset_arrays(seed, options)
 
     def _reset_arrays(self, seed: Any, options: Optional[dict[str, Any]]) -> ArrayBatch:
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
@@ -166,27 +132,16 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
             batch = self._with_rows_reset(self._last, rows)
             self._ended[rows] = False
             batch.rewards = {k: v * 0 for k, v in batch.rewards.items()}
-            self._clear_flags(batch)
+            batch.terminated, batch.truncated = self._flag_arrays(), self._flag_arrays()
+            batch.episode_terminated = np.zeros(self.num_envs, np.bool_)
+            batch.episode_truncated = np.zeros(self.num_envs, np.bool_)
         self._finish(batch)
         self._cannot_step = None
         self._book.cycle.held(rows_of(mask, self.num_envs))
         return batch
 
-    def step_arrays(self, actions: Any) -> ArrayBatch:
-        """Step every copy with one action array per group; return the arrays.
-
-        Args:
-            actions: group -> ``(num_envs, n, ...)`` (numpy, or torch on the simulator's
-                device); slots that do not act (``acting`` False) are ignored.
-
-        Raises:
-            VectorEnvError: a missing group, or an array of the wrong shape, dtype or device.
-            ActionError: an acting slot's action outside its space or mask.
-            ResetNeededError: before ``reset``.
-        """
-        self._check_open()
+    def _step_batch(self, actions: Any) -> ArrayBatch:
         self._cycle.check_idle("step_arrays()")
-        self._book.check_face(ARRAYS, "step_arrays()")
         require_running(self.name(), self._cannot_step)
         last = self._last
         assert last is not None
@@ -244,83 +199,57 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
             batch.infos = batch.infos.with_final((final_infos, ended, final_obs, seen))
         else:
             self._ended = (before & (mode == DISABLED)) | ended
-        # what the step did to each copy, as the rule above decided (the dict face reads it)
+        # what the step did to each copy (the dict face reads it)
         self._outcomes = np.full(self.num_envs, STEPPED, np.int8)
         self._outcomes[before] = RESTARTED if mode == NEXT_STEP else IDLE
         self._outcomes[ended] = ENDED_AND_RESET if mode == SAME_STEP else ENDED
         self._finish(batch)
         return batch
 
-    # -- the dict face and the ready cycle: the calls the faces are written over ---------
-    # (marlhub.vector.base); recv/send step the copies all at once (batched_cycle.py)
+    # -- the source's calls (marlhub.vector.base); recv/send in batched_cycle.py ----------
 
     def _reset(self, seed: Any, options: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
         mask = None if not options or "reset_mask" not in options else options["reset_mask"]
-        self._check_open()
         self._cycle.check_idle("reset()")
         return self._dicts.reset(self._reset_arrays(seed, options), mask)
 
     def _step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
-        self._check_open()
         self._cycle.check_idle("step()")
         return self._dicts.step(actions)
 
     def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
-        self._check_open()
         self._cycle.async_reset(face, seed, options)
 
     def _send(self, actions: Sequence[Any], copy_ids: Any) -> None:
-        self._check_open()
         self._cycle.send(DICTS, actions, copy_ids)
 
     def _recv(self) -> Received:
-        self._check_open()
         return self._cycle.recv(DICTS)
 
-    def async_reset_arrays(self, seed: Any = None,
-                           options: Optional[dict[str, Any]] = None) -> None:
-        """``async_reset`` on the array face: :meth:`recv_arrays` returns the copies reset."""
-        self._async_reset(seed, options, ARRAYS)
-
-    def send_arrays(self, actions: Any, copy_ids: Any) -> None:
-        """Keep the action rows of the copies ``copy_ids`` (per group ``(len(copy_ids), n,
-        ...)``, checked now); the simulator steps once every copy is sent.
-
-        Raises:
-            VectorEnvError: a copy that is not held, or arrays of the wrong groups, shape or dtype.
-            ActionError: an acting slot's action outside its space or mask; nothing was kept.
-        """
-        self._check_open()
+    def _send_batch(self, actions: Any, copy_ids: Any) -> None:
         self._cycle.send(ARRAYS, actions, copy_ids)
 
-    def recv_arrays(self) -> ReceivedArrays:
-        """The next :attr:`batch_size` ready copies, as
-        :class:`~marlhub.vector.ready.ReceivedArrays` (the rows of their batch, ``copy_ids``)."""
-        self._check_open()
+    def _recv_batch(self) -> ReceivedArrays:
         return self._cycle.recv(ARRAYS)
 
     # -- helpers --------------------------------------------------------------------
 
     def _host_batch(self, out: SourceBatch) -> SourceBatch:
-        """The source's values as numpy arrays (or kept as torch tensors with ``as_torch``)."""
-        convert = _keep if self.as_torch else to_numpy
-        return SourceBatch(
-            obs=_tree(out.obs, convert), terminated=to_numpy(out.terminated).astype(bool),
-            truncated=to_numpy(out.truncated).astype(bool),
-            rewards=None if out.rewards is None else _tree(out.rewards, convert),
-            agent_terminated=None if out.agent_terminated is None
-            else _tree(out.agent_terminated, to_numpy),
-            agent_truncated=None if out.agent_truncated is None
-            else _tree(out.agent_truncated, to_numpy),
-            infos=None if out.infos is None else _tree(out.infos, convert),
-            action_mask=None if out.action_mask is None else _tree(out.action_mask, to_numpy),
-            acting=None if out.acting is None else _tree(out.acting, to_numpy),
-            common_infos=None if not out.common_infos else _tree(out.common_infos, to_numpy))
+        """The source's values as numpy arrays (obs, rewards and infos kept as torch tensors
+        with ``as_torch``); the episode flags as bools."""
+        kept = (lambda value: value) if self.as_torch else to_numpy
+        values: dict[str, Any] = {name: None if value is None or (name == "common_infos" and not value) else
+                  tree_map(kept if name in ("obs", "rewards", "infos") else to_numpy, value)
+                  for name, value in vars(out).items() if name not in ("terminated", "truncated")}
+        return SourceBatch(**values, terminated=to_numpy(out.terminated).astype(bool),
+                           truncated=to_numpy(out.truncated).astype(bool))
 
     def _fresh(self, out: SourceBatch) -> ArrayBatch:
         """The batch of a reset of every copy."""
         self._chooses = dict(out.acting or {})
-        zeros = {name: self._reward_zeros(len(agents)) for name, agents in self.groups.items()}
+        torch = self.as_torch and self.source.device is not None
+        zeros = {name: _zeros((self.num_envs, len(agents)), self.source.device if torch else None)
+                 for name, agents in self.groups.items()}
         flags = np.zeros(self.num_envs, np.bool_)
         return ArrayBatch(
             obs=out.obs, rewards=zeros, terminated=self._flag_arrays(), truncated=self._flag_arrays(),
@@ -355,34 +284,19 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
     def _with_rows_reset(self, batch: ArrayBatch, rows: np.ndarray) -> ArrayBatch:
         """``batch`` with the copies of ``rows`` reset by the simulator (obs, infos, masks)."""
         out = self._host_batch(self.source.reset_rows(rows))
-        obs = _tree(batch.obs, _copy)
+        obs = tree_map(_copy, batch.obs)
         _put_rows(obs, out.obs, rows)
         assert isinstance(batch.infos, LazyInfos)
-        infos = _tree(batch.infos.arrays, _copy)
+        infos = tree_map(_copy, batch.infos.arrays)
         if out.infos:
             _put_rows(infos, {k: v for k, v in out.infos.items() if k in infos}, rows)
         for done in self._done.values():
             done[rows] = False
         self._chooses = _rows_from(self._chooses, out.acting, rows)
-        return ArrayBatch(
-            obs=obs, rewards=batch.rewards, terminated=batch.terminated,
-            truncated=batch.truncated, episode_terminated=batch.episode_terminated,
-            episode_truncated=batch.episode_truncated,
-            acting={}, alive={},
+        return dataclasses.replace(
+            batch, obs=obs, acting={}, alive={}, final_obs=None,
             action_mask=_rows_from(batch.action_mask, out.action_mask, rows),
             infos=batch.infos.with_rows_reset(infos, rows))
-
-    def _reward_zeros(self, n: int) -> Any:
-        if self.as_torch and self.source.device is not None:
-            import torch
-
-            return torch.zeros((self.num_envs, n), device=self.source.device)
-        return np.zeros((self.num_envs, n), np.float32)
-
-    def _clear_flags(self, batch: ArrayBatch) -> None:
-        batch.terminated, batch.truncated = self._flag_arrays(), self._flag_arrays()
-        batch.episode_terminated = np.zeros(self.num_envs, np.bool_)
-        batch.episode_truncated = np.zeros(self.num_envs, np.bool_)
 
     def _flag_arrays(self) -> dict[str, np.ndarray]:
         return {name: np.zeros((self.num_envs, len(a)), np.bool_) for name, a in self.groups.items()}
@@ -419,24 +333,18 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
         """Close the simulator."""
         self.source.close()
 
-    def _check_open(self) -> None:
-        if self.closed:
-            raise VectorEnvError(self.name(), "it was closed",
-                                 "Make a new vector env; close() is final.")
 
+def _zeros(shape: tuple[int, ...], device: Any) -> Any:
+    """float32 zeros: torch's on ``device``, or numpy's (None)."""
+    if device is None:
+        return np.zeros(shape, np.float32)
+    import torch
 
-def _keep(value: Any) -> Any:
-    return value
+    return torch.zeros(shape, device=device)
 
 
 def _copy(value: Any) -> Any:
     return value.clone() if hasattr(value, "clone") else value.copy()
-
-
-def _tree(value: Any, fn: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _tree(v, fn) for k, v in value.items()}
-    return fn(value)
 
 
 def _put_rows(target: dict[str, Any], source: dict[str, Any], rows: np.ndarray) -> None:
@@ -461,11 +369,7 @@ def _rows_from(current: dict[str, Any], fresh: Optional[dict[str, Any]],
 
 
 def _alive(done: np.ndarray, ended: np.ndarray) -> np.ndarray:
-    """``(num_envs, n)``: slots not done, in copies whose episode has not ended (a new array).
-
-    The masks are skipped where they hold no True: an ``(N, n)`` bool op with a
-    broadcast row costs about 0.6 ms at 65,536 copies, in every step of a batch.
-    """
+    """``(num_envs, n)``: slots not done in copies not ended (``ended`` all False: skipped)."""
     alive = ~done
     if ended.any():
         alive &= ~ended[:, None]
@@ -474,8 +378,7 @@ def _alive(done: np.ndarray, ended: np.ndarray) -> np.ndarray:
 
 def _ended(alive: np.ndarray, flags: Optional[dict[str, Any]], name: str,
            episode: np.ndarray) -> np.ndarray:
-    """Which ``alive`` slots end in this step: their own flag (``flags[name]``, where the
-    source gives one) or their copy's ``episode`` flag."""
+    """Which ``alive`` slots end in this step: by their own flag or their copy's."""
     ended = alive & episode[:, None] if episode.any() else np.zeros_like(alive)
     if flags is not None and name in flags:
         ended |= alive & np.asarray(flags[name]).reshape(alive.shape).astype(bool)

@@ -1,14 +1,8 @@
 """``recv`` / ``send`` over a natively batched simulator, whose copies step together.
 
-A batched simulator (VMAS, JaxMARL, a batched TorchRL env) steps every copy in
-one call, so it cannot step some copies and not others. :class:`BatchedCycle`
-gives it the cycle of :mod:`marlhub.vector.ready` all the same, in both faces:
-``send`` (or ``send_arrays``) checks the copies' actions at once and keeps them;
-once every copy is sent (or parked under ``disabled``) the simulator steps, and
-every copy is ready at once. ``recv`` hands them out ``batch_size`` at a time,
-so ``batch_size < num_envs`` works as on every other source: the copies of one
-step come out over several ``recv`` calls, and the next step waits until all of
-them are sent back.
+``send`` checks and keeps the actions; once every copy is sent (or parked under
+``disabled``) the simulator steps and every copy is ready. ``recv`` hands them out
+``batch_size`` at a time, so ``batch_size < num_envs`` works as on every other source.
 
 Example:
     >>> import marlhub
@@ -34,29 +28,15 @@ from marlhub.core import ALL
 from marlhub.episode.status import require_running
 from marlhub.errors import VectorEnvError
 from marlhub.vector.book import ARRAYS, DICTS
-from marlhub.vector.faces.arrays import ArrayBatch
-from marlhub.vector.ready import (
-    HELD,
-    PARKED,
-    RUNNING,
-    ReadyCopies,
-    ReceivedArrays,
-    count_of,
-    received,
-    rows_of,
-)
+from marlhub.vector.faces.arrays import ArrayBatch, tree_map
+from marlhub.vector.ready import HELD, PARKED, RUNNING, ReadyCopies, ReceivedArrays, received
 
 __all__ = ["BatchedCycle", "batch_rows"]
 
 
 class BatchedCycle:
-    """The ``recv``/``send`` cycle of a :class:`~marlhub.vector.BatchedVectorEnv` (see the module).
-
-    Args:
-        env: the batched vector env; the cycle runs its synchronous calls underneath
-            (its resets, its dict face's ``step``, its array step of checked rows) and
-            keeps its copies' states in the env's book (``book.cycle``, ``book.face``).
-    """
+    """The ``recv``/``send`` cycle of a batched vector ``env``, over its synchronous calls,
+    in its book."""
 
     def __init__(self, env: Any) -> None:
         self.env = env
@@ -68,18 +48,11 @@ class BatchedCycle:
     # -- starting -------------------------------------------------------------------------
 
     def async_reset(self, face: str, seed: Any, options: Optional[dict[str, Any]]) -> None:
-        """Reset every copy (or those of ``options["reset_mask"]``, which must be held or
-        parked); the results wait for ``recv`` in ``face``."""
+        """Reset every copy (or the held or parked ones of a ``reset_mask``) for ``recv``."""
         env, ready = self.env, self.ready
-        mask = None if not options or "reset_mask" not in options else options["reset_mask"]
-        call = f"async_reset{'_arrays' if face == ARRAYS else ''}()"
-        rows = rows_of(None if mask is None else np.asarray(mask), env.num_envs)
+        mask, _, rows = self.book.start_reset(options, face)
         if mask is None:
-            ready.check_idle(call)
             self._pending.clear()
-        else:
-            self.book.check_face(face, call, cycle=True)
-            ready.check_resettable(rows)
         if face == ARRAYS:
             batch = env._reset_arrays(seed, options)
             results: list[Any] = [(batch, i) for i in rows]
@@ -92,23 +65,20 @@ class BatchedCycle:
         self.book.arrived(rows, results, [False] * len(rows))
 
     def send(self, face: str, actions: Any, copy_ids: Any) -> None:
-        """Keep the actions of the copies ``copy_ids`` (checked now); step the simulator once
-        every copy is sent or parked."""
-        self.book.check_face(face, f"send{'_arrays' if face == ARRAYS else ''}()", cycle=True)
-        env, ready = self.env, self.ready
-        count = count_of(env.name(), actions) if face == DICTS else None
-        rows = ready.check_send(copy_ids, count)
+        """Keep the checked actions of ``copy_ids``; step once every copy is sent or parked."""
+        ready = self.ready
         if face == DICTS:
-            checked = env._dicts.book.check_rows(actions, rows)
+            rows, checked = self.book.check_send(actions, copy_ids)
             self._pending.update(zip(rows, checked))
         else:
+            rows = ready.check_send(copy_ids)
             self._pending[tuple(rows)] = self._checked_rows(actions, rows)
         ready.start(rows)
         if all(state in (RUNNING, PARKED) for state in ready.state):
             self._step_all(face)
 
     def _step_all(self, face: str) -> None:
-        """Every copy is sent or parked: step the simulator, and every sent copy is ready."""
+        """Step the simulator: every sent copy is ready."""
         env, ready = self.env, self.ready
         pending, self._pending = self._pending, {}
         running = [i for i, state in enumerate(ready.state) if state == RUNNING]
@@ -123,8 +93,7 @@ class BatchedCycle:
                            for i in running])
 
     def _checked_rows(self, actions: Any, rows: list[int]) -> dict[str, np.ndarray]:
-        """The action rows of the copies ``rows``, checked against their acting slots and
-        masks, as numpy."""
+        """The action rows of the copies ``rows``, checked, as numpy."""
         env = self.env
         require_running(env.name(), env._cannot_step)
         last = env._last
@@ -136,8 +105,7 @@ class BatchedCycle:
         return {name: env._actions.host(name, value) for name, value in checked.items()}
 
     def _step_rows(self, rows: dict[Any, dict[str, np.ndarray]]) -> ArrayBatch:
-        """Step every copy with the rows kept (copies -> their rows; the space's zero for
-        copies without any, the parked)."""
+        """Step every copy with the rows kept (the space's zero for the parked)."""
         env = self.env
         actions = {name: env._actions.blank(name) for name in env.groups}
         for copies, values in rows.items():
@@ -148,14 +116,8 @@ class BatchedCycle:
     # -- collecting -----------------------------------------------------------------------
 
     def recv(self, face: str) -> Any:
-        """The next ``batch_size`` ready copies, as :class:`~marlhub.vector.ready.Received`
-        (dicts) or :class:`~marlhub.vector.ready.ReceivedArrays` (arrays).
-
-        Raises:
-            VectorEnvError: no copy is ready, or the copies held must be sent first (the
-                simulator steps them all at once).
-        """
-        self.book.check_face(face, f"recv{'_arrays' if face == ARRAYS else ''}()", cycle=True)
+        """The next ``batch_size`` ready copies in ``face`` (raises ``VectorEnvError`` when none
+        is ready, or the copies held must be sent first)."""
         ready = self.ready
         if not ready.ready_count() and ready.running:
             held = [i for i, state in enumerate(ready.state) if state == HELD]
@@ -178,8 +140,8 @@ class BatchedCycle:
 
 
 def batch_rows(batches: Sequence[ArrayBatch], rows: Sequence[int]) -> ArrayBatch:
-    """One :class:`~marlhub.vector.faces.arrays.ArrayBatch` of row ``rows[k]`` of ``batches[k]``, for
-    every ``k`` (the batches of a reset and of a step may mix in one ``recv``).
+    """One :class:`~marlhub.vector.faces.arrays.ArrayBatch` of row ``rows[k]`` of ``batches[k]``
+    for every ``k`` (a reset's and a step's may mix in one ``recv``).
 
     Example:
         >>> a = ArrayBatch(obs={"g": np.arange(3)[:, None]}, rewards={}, terminated={},
@@ -217,15 +179,9 @@ _ROW_FIELDS = ("obs", "rewards", "terminated", "truncated", "episode_terminated"
 
 
 def _take(batch: ArrayBatch, take: Any, infos: list[Any]) -> ArrayBatch:
-    def tree(value: Any) -> Any:
-        return {k: tree(v) for k, v in value.items()} if isinstance(value, dict) else take(value)
-
-    return ArrayBatch(
-        obs=tree(batch.obs), rewards=tree(batch.rewards), terminated=tree(batch.terminated),
-        truncated=tree(batch.truncated), episode_terminated=take(batch.episode_terminated),
-        episode_truncated=take(batch.episode_truncated), acting=tree(batch.acting),
-        alive=tree(batch.alive), action_mask=tree(batch.action_mask), infos=infos,
-        final_obs=None if batch.final_obs is None else tree(batch.final_obs))
+    final = None if batch.final_obs is None else tree_map(take, batch.final_obs)
+    return ArrayBatch(**{name: tree_map(take, getattr(batch, name)) for name in _ROW_FIELDS},
+                      infos=infos, final_obs=final)
 
 
 def _rows(value: Any, index: np.ndarray) -> Any:

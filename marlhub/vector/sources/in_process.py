@@ -18,13 +18,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from copy import deepcopy
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import numpy as np
 
 from marlhub.episode.play import action_space_getter
 from marlhub.episode.prechecked import actions_prechecked
-from marlhub.errors import VectorEnvError
 from marlhub.spaces import masks_are_binding
 from marlhub.vector.base import (
     VectorMultiAgentEnv,
@@ -33,37 +32,27 @@ from marlhub.vector.base import (
     seeds_for,
     values_per_copy,
 )
-from marlhub.vector.book import DICTS, CopyBook
+from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import EnvCopy, build_copy, check_env_fns, describe_env
-from marlhub.vector.ready import ReadyCopies, Received, count_of, received, rows_of
+from marlhub.vector.ready import ReadyCopies, Received, received, rows_of
 
 __all__ = ["SyncVectorMultiAgentEnv"]
 
 
 class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
-    """``num_envs`` copies of a hub env in this process, stepped in order.
+    """``num_envs`` copies of a hub env in this process (``envs``), stepped in order.
 
-    Call-compatible with RLlib's ``SyncVectorMultiAgentEnv``: ``reset`` and
-    ``step`` take and return lists of per-copy dicts; ``envs`` holds the copies.
-    Copy ``i`` is seeded ``seed + i``; stepping the vector env is identical, copy
-    by copy, to stepping the envs one by one. See
-    :mod:`marlhub.vector.copies` for the autoreset modes.
+    Call-compatible with RLlib's ``SyncVectorMultiAgentEnv``; copy ``i`` is seeded
+    ``seed + i``, and each copy steps exactly as the env alone would.
 
     Args:
         env_fns: functions that each make one copy (any hub env).
-        copy: deep-copy the observations returned (RLlib's option); the dicts are the
-            copies' own, so this is needed only for envs that reuse their arrays.
+        copy: deep-copy the observations returned (for envs that reuse their arrays).
         autoreset_mode: ``"next_step"`` (default), ``"same_step"`` or ``"disabled"``.
         env_id: the registry id of the copies, for messages and ``repr``.
-        check_masks: refuse masked-out actions before any copy steps (the default).
-            False leaves masks to the copies, for envs that take masked-out actions
-            themselves (``to_rllib``'s ``illegal_action="terminate"``, say); envs whose
-            masks are advice (:data:`~marlhub.spaces.ADVISORY_MASKS`) always decide alone.
+        check_masks: refuse masked-out actions before any copy steps (the default); False
+            leaves them to copies that take them (``to_rllib``'s ``illegal_action``).
         batch_size: how many copies :meth:`recv` returns (None: all of them).
-
-    Raises:
-        VectorEnvError: ``env_fns`` is empty or holds something not callable.
-        ProtocolError: an env_fn made something that is no hub env.
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], Any]], copy: bool = False,
@@ -96,7 +85,6 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
     # -- the source's calls: the faces are written once over them (marlhub.vector.base) --
 
     def _reset(self, seed: Any, options: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
-        self._check_open()
         self._cycle.check_idle("reset()")
         mask, rest = reset_mask_of(self.name(), options, self.num_envs)
         obs, infos = self._reset_copies(seed, mask, rest)
@@ -106,8 +94,7 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
 
     def _reset_copies(self, seed: Any, mask: Optional[np.ndarray],
                       rest: Optional[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
-        """Reset the copies ``mask`` selects (all for None) with the options ``rest``; return
-        every copy's obs and infos (those of the others: what they keep)."""
+        """Reset the copies ``mask`` selects (all for None); return every copy's obs and infos."""
         seeds = seeds_for(self.name(), seed, self.num_envs)
         obs: list[Any] = []
         infos: list[Any] = []
@@ -121,70 +108,47 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         return obs, infos
 
     def _step(self, actions: Sequence[Any]) -> tuple[list[Any], ...]:
-        if self.closed:
-            self._check_open()
         self._cycle.check_idle("step()")
-        actions = self._book.check_actions(actions)
-        copies = self._copies
-        results: list[tuple[Any, ...]] = []
-        append = results.append
-        i = 0
-        try:
-            with actions_prechecked():  # checked above: the copies do not check them again
-                self._before_steps(range(self.num_envs), actions)
-                for i, env_copy in enumerate(copies):
-                    append(env_copy.step(actions[i]))
-        except Exception as exc:
-            self._broke(i, "step", exc)
-            raise
-        self._book.record_step(results, [env_copy.outcome for env_copy in copies])
+        rows = range(self.num_envs)
+        results = self._step_rows(rows, self._book.check_actions(actions), "step")
+        self._book.record_step(results, [env_copy.outcome for env_copy in self._copies])
         obs, rewards, terminateds, truncateds, infos = map(list, zip(*results))
         return (deepcopy(obs) if self.copy else obs), rewards, terminateds, truncateds, infos
 
+    def _step_rows(self, rows: Sequence[int], actions: Sequence[Any],
+                   what: str) -> list[tuple[Any, ...]]:
+        """Step the copies ``rows`` with their checked actions (``actions[k]`` for ``rows[k]``)."""
+        copies, results = self._copies, cast(list[tuple[Any, ...]], [])
+        append = results.append
+        try:
+            with actions_prechecked():  # checked: the copies do not check them again
+                self._before_steps(rows, actions)
+                for k, i in enumerate(rows):
+                    append(copies[i].step(actions[k]))
+        except Exception as exc:
+            self._broke(rows[len(results)], what, exc)
+            raise
+        return results
+
     def _before_steps(self, rows: Sequence[int], actions: Sequence[Any]) -> None:
-        """Called with checked actions before the copies ``rows`` step one after another
-        (``actions[k]`` is copy ``rows[k]``'s): a subclass whose copies wait on others (the
-        external env's) hands every copy its actions first, so that the waits overlap."""
+        """Before the copies ``rows`` step: a source whose copies wait on others (external
+        simulators) hands every copy its actions first, so that the waits overlap."""
 
     def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
-        mask, rest, rows = self._rows_to_reset(options, face)
+        mask, rest, rows = self._book.start_reset(options, face)
+        if mask is None:
+            self._book.claim_face(face)
         obs, infos = self._reset_copies(seed, mask, rest)
         self._cycle.start(rows)
         self._book.arrive_reset(rows, [obs[i] for i in rows], [infos[i] for i in rows])
 
-    def _rows_to_reset(self, options: Optional[dict[str, Any]], face: str
-                       ) -> tuple[Optional[np.ndarray], Optional[dict[str, Any]], list[int]]:
-        """``async_reset``'s reset mask, options for the copies and rows, once the copies
-        it resets are found resettable (in ``face``, which a reset of every copy claims)."""
-        self._check_open()
-        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
-        rows = rows_of(mask, self.num_envs)
-        call = "async_reset()" if face == DICTS else "async_reset_arrays()"
-        if mask is None:
-            self._cycle.check_idle(call)
-            self._book.claim_face(face)
-        else:
-            self._book.check_face(face, call, cycle=True)
-            self._cycle.check_resettable(rows)
-        return mask, rest, rows
-
     def _send(self, actions: Sequence[Any], copy_ids: Any) -> None:
-        self._check_open()
-        rows = self._cycle.check_send(copy_ids, count_of(self.name(), actions))
-        checked = self._book.check_rows(actions, rows)
-        copies, results = self._copies, []
-        try:
-            with actions_prechecked():
-                for k, i in enumerate(rows):
-                    results.append(copies[i].step(checked[k]))
-        except Exception as exc:
-            self._broke(rows[len(results)], "send", exc)
-            raise
+        rows, checked = self._book.check_send(actions, copy_ids)
+        results = self._step_rows(rows, checked, "send")
         self._cycle.start(rows)
-        self._book.arrive_step(rows, results, [copies[i].outcome for i in rows])
+        self._book.arrive_step(rows, results, [self._copies[i].outcome for i in rows])
 
     def _recv(self) -> Received:
-        self._check_open()
         rows, results = self._cycle.take_some()
         return received(rows, results, copy=self.copy)
 
@@ -222,8 +186,3 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         """Close every copy."""
         for env in getattr(self, "envs", []):
             env.close()
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise VectorEnvError(self.name(), "it was closed",
-                                 "Make a new vector env; close() is final.")

@@ -1,13 +1,9 @@
 """The worker processes of an async vector env: start them, talk to them, notice deaths, reap them.
 
-:class:`WorkerPool` starts ``num_workers`` processes running
-:func:`~marlhub.vector.sources.worker.worker_main`, each with a contiguous range of
-copies. :meth:`WorkerPool.receive_any` waits on every pipe *and* every process's
-sentinel, so a worker that dies (a segfault, ``kill -9``, the out-of-memory
-killer) is noticed at once and raised as :class:`~marlhub.errors.WorkerError`
-naming its copies, never waited on forever. :meth:`WorkerPool.close` and a
-``weakref.finalize`` (garbage collection, interpreter exit) reap every process:
-ask politely, then terminate, then kill.
+:meth:`WorkerPool.receive_any` waits on every pipe *and* every process's sentinel, so a
+worker that dies (a segfault, ``kill -9``, the out-of-memory killer) is raised at once as
+a :class:`~marlhub.errors.WorkerError` naming its copies. :meth:`WorkerPool.close` and a
+``weakref.finalize`` reap every process: ask, then terminate, then kill.
 
 Example:
     >>> split_copies(5, 2)
@@ -76,22 +72,9 @@ def describe_exit(exitcode: Optional[int]) -> str:
 
 
 class WorkerPool:
-    """Worker processes, each holding a contiguous range of copies.
-
-    Args:
-        env_fns: one function per copy, sent to the workers cloudpickled.
-        num_workers: how many processes.
-        context: a ``multiprocessing`` context.
-        buffers: the shared blocks of observations, or None.
-        layout: their layout, or None.
-        autoreset_mode: the vector env's autoreset mode.
-        daemon: whether the processes are daemonic (they cannot start processes of
-            their own then).
-        slots: the layout and block of the shared array face, or None.
-
-    Attributes:
-        ranges: the copies of each worker.
-    """
+    """``num_workers`` processes running :func:`~marlhub.vector.sources.worker.worker_main`,
+    each holding a contiguous range of the copies (``ranges``); the other arguments are
+    passed on to it."""
 
     def __init__(self, env_fns: Sequence[Callable[[], Any]], num_workers: int, context: Any,
                  buffers: Optional[list[Any]], layout: Optional[ObsLayout],
@@ -128,11 +111,8 @@ class WorkerPool:
 
     def receive_any(self, workers: Sequence[int], call: str,
                     timeout: Optional[float] = None) -> list[tuple[int, Reply]]:
-        """Wait until at least one of ``workers`` replies; return every reply in, by worker.
-
-        Raises:
-            WorkerError: one of them died, or none answered within ``timeout`` seconds.
-        """
+        """Wait until one of ``workers`` replies; return every reply in, by worker (raise
+        :class:`WorkerError` when one died or none answered within ``timeout`` s)."""
         answered, ended = self._wait(set(workers), timeout)
         if not answered and not ended:
             raise self.error(min(workers), call, f"did not answer within {timeout:g} s",
@@ -158,12 +138,9 @@ class WorkerPool:
                 raise self.died(w, call)
 
     def _wait(self, workers: set[int], timeout: Optional[float]) -> tuple[set[int], set[int]]:
-        """Wait until one of ``workers`` has a reply in its pipe or has ended (up to
-        ``timeout`` s); return those with a reply, and those whose process ended.
-
-        One ``poll(2)`` on every pipe and process sentinel: cheaper per call than
-        ``multiprocessing.connection.wait``, which it replaces where ``select.poll`` exists.
-        """
+        """Wait (up to ``timeout`` s) until one of ``workers`` has a reply or has ended; return
+        those with a reply and those ended. One ``poll(2)``: cheaper than
+        ``multiprocessing.connection.wait``, which is used where there is no ``select.poll``."""
         if not hasattr(select, "poll"):  # Windows
             ready = wait([self.conns[w] for w in workers]
                          + [self.processes[w].sentinel for w in workers], timeout=timeout)
@@ -202,23 +179,15 @@ class WorkerPool:
     def raised(self, payload: tuple[Any, ...], call: str) -> WorkerError:
         """Return the error for a copy that raised in its worker (``payload`` from the worker)."""
         copy_index, type_name, message, trace, pickled = payload
-        cause = None
-        if pickled is not None:
-            try:
-                cause = pickle.loads(pickled)
-            except Exception:  # not every exception comes back
-                cause = None
-        error = WorkerError(
-            copy_index=copy_index, worker_index=self.worker_of(copy_index),
-            copies=list(self.ranges[self.worker_of(copy_index)]), call=call,
-            reason=f"raised {type_name}: {message}", exception_type=type_name,
-            worker_traceback=trace)
-        error.__cause__ = cause
+        w = self.worker_of(copy_index)
+        error = WorkerError(copy_index=copy_index, worker_index=w, copies=list(self.ranges[w]),
+                            call=call, reason=f"raised {type_name}: {message}",
+                            exception_type=type_name, worker_traceback=trace)
+        try:
+            error.__cause__ = pickle.loads(pickled) if pickled is not None else None
+        except Exception:  # not every exception comes back
+            pass
         return error
-
-    def alive(self) -> list[int]:
-        """Return the workers whose process is still running."""
-        return [w for w, p in enumerate(self.processes) if p.is_alive()]
 
     def close(self, timeout: float = CLOSE_SECONDS, terminate: bool = False) -> None:
         """End every worker (asking first, unless ``terminate``) and wait for each to be gone."""

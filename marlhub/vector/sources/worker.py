@@ -1,24 +1,19 @@
 """The worker process of an async vector env: it holds some copies and answers the parent.
 
-:func:`worker_main` runs in each worker. It builds its copies from their
-env_fns (cloudpickled by the parent), sends their descriptions
-(:func:`~marlhub.vector.copies.describe_env`), then answers one request at a
-time until told to close: ``("reset", (block, [(seed, options) or None per copy]))``,
-``("step", (block, [action dict per copy]))``, ``("call", (name, args, kwargs))``,
-``("setattr", (name, [value per copy]))``, ``("close", None)``, and with the shared
-array face ``("reset_arrays", [(seed, options) or None per copy])`` and
-``("step_arrays", None)`` (:class:`WorkerArrays`, answered with the copies' infos). Each answer is
-``("ok", [one result per copy])`` (a step's result: the 5-tuple and
-:attr:`~marlhub.vector.copies.EnvCopy.outcome`) or, when a copy raised,
-``("error", (copy index, exception type name, message, traceback, pickled
-exception or None))``. Observations that fit the shared blocks are written
-into the block the request names (:class:`~marlhub.vector.sources.memory.SharedObs`);
-the rest is pickled.
+:func:`worker_main` builds its copies from their cloudpickled env_fns, sends their
+descriptions, then answers one request at a time until told to close:
+``("reset", (block, [(seed, options) or None per copy]))``, ``("step", (block, [action
+dict per copy], copies or None))``, ``("call", (name, args, kwargs))``, ``("setattr",
+(name, values))``, ``("close", None)``, and with the shared array face
+``("reset_arrays", (resets, only))`` and ``("step_arrays", copies or None)``
+(:class:`WorkerArrays`). Each answer is ``("ok", [one result per copy])`` or ``("error",
+(copy, exception type, message, traceback, pickled exception or None))``. Observations
+that fit the shared blocks are written there
+(:class:`~marlhub.vector.sources.memory.SharedObs`), the rest pickled.
 
-A worker ignores Ctrl-C (the parent handles it and closes the workers) and
-leaves when its parent is gone, so it never outlives it. Where the parent had
-imported torch, a worker runs torch on one thread: forked, it has torch's
-thread pool without its threads.
+A worker ignores Ctrl-C (its parent closes it), leaves when its parent is gone, and runs
+torch on one thread where the parent had imported it (forked, torch's thread pool is not
+there, and its first parallel op would block).
 """
 
 from __future__ import annotations
@@ -42,7 +37,7 @@ from marlhub.episode.prechecked import actions_prechecked
 from marlhub.vector.autoreset import ENDED_AND_RESET, SAME_STEP
 from marlhub.vector.book import CopyBook
 from marlhub.vector.copies import EnvCopy, build_copy, describe_env
-from marlhub.vector.faces.arrays import ArrayBatch, DictArrays
+from marlhub.vector.faces.arrays import ArrayBatch, DictArrays, tree_map
 from marlhub.vector.ready import spread
 from marlhub.vector.sources.memory import ObsLayout, SharedObs, SlotArrays, SlotLayout
 
@@ -51,12 +46,10 @@ __all__ = ["PARENT_CHECK_SECONDS", "Reply", "SPIN_SECONDS", "WorkerArrays", "wor
 #: How often an idle worker checks that its parent is still there.
 PARENT_CHECK_SECONDS = 1.0
 
-#: How long a worker that has just answered polls its pipe without sleeping, so that a
-#: parent that steps fast finds it awake (waking a sleeping process costs tens of
-#: microseconds); then it sleeps on the pipe, and an idle worker costs no CPU. Only where
-#: the parent and every worker have a core of their own: on fewer cores the spinning
-#: workers take the parent's (measured on 2 cores with 2 workers: 0.34 to 0.41 of the
-#: serial loop spinning 30 to 100 us, 0.43 not spinning, on Kuhn poker).
+#: How long a worker that has just answered polls its pipe before it sleeps on it, so that
+#: a fast parent finds it awake; only where the parent and every worker have a core (on
+#: 2 cores, 2 workers spinning took the parent's: 0.34 to 0.41 of the serial loop on Kuhn
+#: poker against 0.43 not spinning).
 SPIN_SECONDS = 100e-6
 
 #: ``("ok", results)`` or ``("error", (copy, type name, message, traceback, pickled))``.
@@ -70,23 +63,14 @@ def worker_main(worker_index: int, first_copy: int, env_fns: bytes, conn: Connec
                 buffers: Optional[list[Any]], layout: Optional[ObsLayout], autoreset_mode: str,
                 parent_pid: int, slots: Optional[tuple[SlotLayout, Any]] = None,
                 spin_seconds: float = 0.0) -> None:
-    """Build this worker's copies, then answer the parent until it says close (or is gone).
-
-    Args:
-        worker_index: which worker this is (for messages).
-        first_copy: the index of the worker's first copy in the vector env.
-        env_fns: the worker's env_fns, cloudpickled.
-        conn: the worker's end of the pipe to the parent.
-        buffers: the shared blocks of observations, or None.
-        layout: the blocks' layout, or None.
-        autoreset_mode: the vector env's autoreset mode.
-        parent_pid: the parent's process id (the worker leaves when it changes).
-        slots: the layout and block of the shared array face (``array_face=True``), or None.
-        spin_seconds: how long to poll the pipe without sleeping after each answer
-            (:data:`SPIN_SECONDS` where every worker and the parent have a core, else 0).
-    """
+    """Build this worker's copies (``env_fns``, cloudpickled; the first is copy
+    ``first_copy``), then answer the parent on ``conn`` until it says close or its process
+    (``parent_pid``) is gone. ``buffers`` and ``layout``: the shared observations;
+    ``slots``: the shared array face; ``spin_seconds``: see :data:`SPIN_SECONDS`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _one_torch_thread()
+    torch = sys.modules.get("torch")  # forked, torch's OpenMP pool has no threads: use none
+    if torch is not None:
+        torch.set_num_threads(1)
     copies: list[EnvCopy] = []
     try:
         fns: Sequence[Callable[[], Any]] = cloudpickle.loads(env_fns)
@@ -106,20 +90,6 @@ def worker_main(worker_index: int, first_copy: int, env_fns: bytes, conn: Connec
         _close_all(copies)
 
 
-def _one_torch_thread() -> None:
-    """Run torch on one thread in this worker, where the parent has imported torch.
-
-    A worker forked from a parent whose torch ran ops on its thread pool inherits the
-    pool's state without its threads, and the first parallel op blocks for ever (GNU
-    OpenMP is not fork-safe): a VMAS copy then never finished building. PyTorch's own
-    ``DataLoader`` workers do the same; with one worker per core, one thread each is
-    also what the cores give.
-    """
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
-
-
 def _serve(conn: Connection, copies: list[EnvCopy], first_copy: int,
            shared: Optional[SharedObs], parent_pid: int,
            arrays: Optional[WorkerArrays] = None, spin_seconds: float = 0.0) -> None:
@@ -137,7 +107,10 @@ def _serve(conn: Connection, copies: list[EnvCopy], first_copy: int,
             _send(conn, ("ok", None), first_copy)
             return
         if command in ("reset_arrays", "step_arrays") and arrays is not None:
-            reply = _answer_arrays(command, data, arrays, first_copy)
+            try:  # ("ok", (infos, groups that showed a mask))
+                reply = "ok", arrays.reset(*data) if command == "reset_arrays" else arrays.step(data)
+            except Exception as exc:
+                reply = "error", _error_of(first_copy + arrays.current, exc)
         else:
             reply = _answer(command, data, copies, first_copy, shared)
         if not _send(conn, reply, first_copy):
@@ -197,16 +170,6 @@ def _spin(conn: Connection, seconds: float) -> bool:
     return False
 
 
-def _answer_arrays(command: str, data: Any, arrays: WorkerArrays, first_copy: int) -> Reply:
-    """Answer a request of the shared array face: ``("ok", (infos, groups with masks))``.
-    ``data``: ``(resets, only)`` for a reset (see :meth:`WorkerArrays.reset`), the copies to
-    step (by their index in this worker; None: all) for a step."""
-    try:
-        return "ok", arrays.reset(*data) if command == "reset_arrays" else arrays.step(data)
-    except Exception as exc:
-        return "error", _error_of(first_copy + arrays.current, exc)
-
-
 def _error_of(copy_index: int, exc: BaseException) -> tuple[Any, ...]:
     pickled: Optional[bytes] = None
     try:
@@ -243,24 +206,10 @@ def _close_all(copies: list[EnvCopy]) -> None:
 
 
 class WorkerArrays:
-    """The rows ``first .. first + len(copies) - 1`` of the shared array face
-    (``array_face=True``).
-
-    It reads the copies' actions from the shared action arrays (the parent checked
-    them, all at once, before any copy moved), steps the copies inside
-    :func:`~marlhub.episode.prechecked.actions_prechecked`, and writes their rows with
-    :class:`~marlhub.vector.faces.arrays.DictArrays` straight into the shared block, in one
-    pass over each copy's dicts. Only the copies' infos dicts go back through the pipe.
-
-    Args:
-        copies: the worker's copies.
-        first: the index of its first copy.
-        slots: the shared arrays.
-        autoreset_mode: the vector env's autoreset mode.
-
-    Attributes:
-        current: the index (in ``copies``) of the copy being reset or stepped, for errors.
-    """
+    """The rows of the worker's ``copies`` (the first is copy ``first``) in the shared array
+    face ``slots``: it steps the copies with the actions the parent checked and wrote there,
+    and writes their rows with :class:`~marlhub.vector.faces.arrays.DictArrays`; only their
+    infos go back. ``current``: the copy under way, for errors."""
 
     def __init__(self, copies: Sequence[EnvCopy], first: int, slots: SlotArrays,
                  autoreset_mode: str) -> None:
@@ -283,9 +232,8 @@ class WorkerArrays:
 
     def reset(self, resets: Sequence[Optional[tuple[Any, Any]]],
               only: bool = False) -> tuple[list[Any], list[str]]:
-        """Reset the copies with ``(seed, options)`` (None: left alone by a reset_mask); write
-        their rows (``only``: only the rows of the copies reset, for ``async_reset``, else
-        every row); return their infos and the groups that have shown a mask."""
+        """Reset the copies with ``(seed, options)`` (None: left alone); write their rows
+        (``only``: only those reset); return their infos and the groups that showed a mask."""
         which = [k for k, how in enumerate(resets) if how is not None] if only else None
         obs: list[Any] = []
         infos: list[Any] = []
@@ -300,20 +248,17 @@ class WorkerArrays:
             infos.append(info)
         mask = None if all(how is not None for how in resets) else \
             np.array([how is not None for how in resets])
-        if which is None:
-            self.book.record_reset(obs, infos, mask)
-        else:
-            self.book.record_reset(spread(which, obs, len(resets)),
-                                   spread(which, infos, len(resets)), mask)
+        rows = range(len(resets)) if which is None else which
+        self.book.record_reset(spread(rows, obs, len(resets)), spread(rows, infos, len(resets)),
+                               mask)
         self.face.reset(obs, infos, self.book.actors, None if only else mask, out=self.out,
                         rows=which)
         self.slots.final_row[self._global(which)] = False
         return infos, list(self.face.mask_size)
 
     def step(self, which: Optional[Sequence[int]] = None) -> tuple[list[Any], list[str]]:
-        """Step the copies (``which``: only those, by their index here) with their rows of the
-        action arrays; write their rows; return their infos and the groups that have shown a
-        mask."""
+        """Step the copies (``which``: only those) with their action rows; write their rows;
+        return their infos and the groups that showed a mask."""
         values = {name: actions[self.rows].tolist() if name in self.discrete else
                   actions[self.rows] for name, actions in self.slots.actions.items()}
         slot, copies, actors = self.face.slot, self.copies, self.book.actors
@@ -337,20 +282,18 @@ class WorkerArrays:
         return columns[4], list(self.face.mask_size)
 
     def _global(self, which: Optional[Sequence[int]]) -> Any:
-        """The rows of the shared arrays of the copies ``which`` (all of this worker's: None)."""
+        """The shared rows of the copies ``which`` (None: all of this worker's)."""
         return self.rows if which is None else [self.rows.start + k for k in which]
 
 
 def _rows_of(slots: SlotArrays, rows: slice, same_step: bool) -> ArrayBatch:
     """Views of the rows ``rows`` of every array of ``slots``, as a batch to fill."""
     def view(value: Any) -> Any:
-        return {key: view(sub) for key, sub in value.items()} if isinstance(value, dict) \
-            else value[rows]
+        return tree_map(lambda array: array[rows], value)
 
-    flags = slots.flags
     return ArrayBatch(
-        obs=view(slots.obs), rewards=view(slots.rewards), terminated=view(flags["terminated"]),
-        truncated=view(flags["truncated"]), episode_terminated=slots.episode_terminated[rows],
-        episode_truncated=slots.episode_truncated[rows], acting=view(flags["acting"]),
-        alive=view(flags["alive"]), action_mask=view(slots.masks),
+        obs=view(slots.obs), rewards=view(slots.rewards),
+        **{flag: view(arrays) for flag, arrays in slots.flags.items()},
+        episode_terminated=slots.episode_terminated[rows],
+        episode_truncated=slots.episode_truncated[rows], action_mask=view(slots.masks),
         final_obs=view(slots.final) if same_step else None)

@@ -24,12 +24,11 @@ from marlhub.adapters.batched import group_agents
 from marlhub.errors import VectorEnvError
 from marlhub.vector.base import (
     SAME_STEP,
-    VectorMultiAgentEnv,
     adopt_ray_base,
     parse_autoreset_mode,
     values_per_copy,
 )
-from marlhub.vector.book import ARRAYS, DICTS, CopyBook
+from marlhub.vector.book import DICTS, CopyBook
 from marlhub.vector.copies import RemoteCopy, check_env_fns, describe_first
 from marlhub.vector.faces.group_actions import GroupActions
 from marlhub.vector.ready import ReadyCopies
@@ -47,53 +46,33 @@ from marlhub.vector.sources.workers_cycle import WorkerCycle
 __all__ = ["AsyncVectorMultiAgentEnv", "RemoteCopy"]
 
 
-class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
+class AsyncVectorMultiAgentEnv(WorkerCycle):
     """``num_envs`` copies of a hub env in ``num_workers`` worker processes.
 
-    The same calls and results as :class:`~marlhub.vector.SyncVectorMultiAgentEnv`
-    (copy ``i`` seeded ``seed + i``, identical copy by copy to envs made one by
-    one), plus ``step_async``/``step_wait`` and ``reset_async``/``reset_wait``.
-    Each worker holds a contiguous range of copies and steps them in turn; the
-    parent checks every action list before sending it, so a bad action raises
-    :class:`~marlhub.errors.ActionError` and no copy is stepped. Observations of
-    fixed-size spaces travel through shared memory, the rest pickled.
-
-    A copy that raises in its worker is re-raised as
-    :class:`~marlhub.errors.WorkerError` naming the copy, with the worker's
-    traceback (the original exception chained when it unpickles); ``reset()``
-    goes on. A worker that dies raises :class:`~marlhub.errors.WorkerError` at
-    once; then only ``close()`` is left. ``close()`` reaps every process, as do
-    garbage collection and interpreter exit.
+    The calls and results of :class:`~marlhub.vector.SyncVectorMultiAgentEnv` (identical
+    copy by copy), plus ``step_async``/``step_wait`` and ``reset_async``/``reset_wait``.
+    Each worker steps a contiguous range of copies; the parent checks every action
+    before anything is sent. A copy that raises is re-raised as
+    :class:`~marlhub.errors.WorkerError` naming it, with the worker's traceback, and
+    ``reset()`` goes on; a worker that dies raises at once, and only ``close()`` is left.
+    ``close()``, garbage collection and interpreter exit reap every process.
 
     Args:
-        env_fns: functions that each make one copy; picklable with cloudpickle (the
-            workers call them).
-        num_workers: worker processes (default: the cores this process may use, at
-            most ``num_envs``).
-        shared_memory: send fixed-size observations through shared memory (needs the
-            observation spaces: the first env_fn is called once here to read them).
-        copy: return shared-memory observations the caller may keep (the default): views
-            of one of three blocks, which no later call writes into while any view of it
-            is alive, or copies when all are held. False: views valid until the next
-            call, in one block (``recv_arrays``: views of the rows it returns where they
-            are one run, valid until those copies are sent again).
-        context: the ``multiprocessing`` start method (``"fork"``, ``"spawn"``,
-            ``"forkserver"``); None for the platform's default. A worker runs torch on
-            one thread where the parent had imported it (forked, torch's thread pool
-            is not there; see :mod:`marlhub.vector.sources.worker`).
+        env_fns: functions that each make one copy, picklable with cloudpickle.
+        num_workers: worker processes (default: one per usable core, at most ``num_envs``).
+        shared_memory: send fixed-size observations through shared memory.
+        copy: return observations the caller may keep (the default); False: views valid
+            until the next call (``recv_arrays``: until those copies are sent again).
+        context: the ``multiprocessing`` start method; None for the platform's default.
         daemon: start the workers as daemons (they cannot start processes then).
         autoreset_mode: ``"next_step"`` (default), ``"same_step"`` or ``"disabled"``.
-        timeout: seconds to wait for the workers in each call (None: no limit; a dead
-            worker is noticed either way).
+        timeout: seconds to wait for the workers in each call (None: no limit).
         env_id: the registry id of the copies, for messages and ``repr``.
-        check_masks: refuse masked-out actions before anything is sent (the default); see
-            :class:`~marlhub.vector.SyncVectorMultiAgentEnv`.
+        check_masks: refuse masked-out actions before anything is sent (the default).
         batch_size: how many copies :meth:`recv` returns (None: all of them).
-        array_face: the workers fill the array face (:meth:`reset_arrays`,
-            :meth:`step_arrays`, and ``AgentSlotVectorEnv`` over this env) straight into
-            shared memory, one message per worker and call, no per-copy Python in this
-            process (:mod:`marlhub.vector.sources.memory`); the observations must have a fixed
-            size. Then use one face per episode: a ``reset`` or ``reset_arrays`` starts it.
+        array_face: the workers write the array face straight into shared memory, one
+            message per worker and call (:mod:`marlhub.vector.sources.memory`); the
+            observations must have a fixed size.
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], Any]], *, num_workers: Optional[int] = None,
@@ -156,8 +135,7 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         return layout, [ctx.RawArray("B", layout.nbytes) for _ in range(count)]
 
     def _slot_block(self, ctx: Any, probe: Any) -> SlotArrays:
-        """Lay out the shared array face from the first copy's spaces; raise when they do not
-        fit it."""
+        """Lay out the shared array face from the first copy's spaces, or raise."""
         agents = list(probe["possible_agents"])
         obs, act = probe["observation_spaces"], probe["action_spaces"]
         groups = group_agents(agents, obs.__getitem__, act.__getitem__)
@@ -207,13 +185,8 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
         return self.step_wait()
 
     def step_async(self, actions: Sequence[Any]) -> None:
-        """Check the action list and send it to the workers; :meth:`step_wait` returns the results.
-
-        Raises:
-            ActionError: the list's length, or one copy's action dict, is wrong (the
-                copy and agent are named); nothing was sent to any worker.
-            ResetNeededError: before ``reset``, or after a copy raised.
-        """
+        """Check the action list and send it; :meth:`step_wait` returns the results (raises as
+        :meth:`step` does, before anything is sent)."""
         self._book.check_face(DICTS, "step_async()")
         self._step_async(actions)
 
@@ -238,39 +211,18 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
 
     # -- the array face in shared memory (array_face=True) ------------------------------
 
-    def reset_arrays(self, *, seed: Any = None, options: Optional[dict[str, Any]] = None) -> Any:
-        """Reset as :meth:`reset` does; return the :class:`~marlhub.vector.faces.arrays.ArrayBatch`.
-
-        With ``array_face=True`` the workers write it into shared memory (copies of its
-        arrays come back, or with ``copy=False`` views valid until the next call); else it
-        is built from the copies' dicts here.
-        """
+    def _reset_batch(self, seed: Any, options: Optional[dict[str, Any]]) -> Any:
         if self._slots is None:
-            return super().reset_arrays(seed=seed, options=options)
-        if options is not None and "reset_mask" in options:
-            self._book.check_face(ARRAYS, "reset_arrays()")
+            return super()._reset_batch(seed, options)
         if self._reset_request(seed, options, "reset_arrays", "reset_arrays()")[0] is None:
             self._masked = set()
-        self._book.claim_face(ARRAYS)
         return self._array_batch("reset_arrays()")
 
-    def step_arrays(self, actions: Any) -> Any:
-        """Step with one action array per group (``(num_envs, n, ...)``; slots that do not act
-        are ignored); return the :class:`~marlhub.vector.faces.arrays.ArrayBatch`.
-
-        With ``array_face=True`` the actions are checked here, all at once, before any copy
-        moves, and go to the workers through shared memory.
-
-        Raises:
-            VectorEnvError: a missing group, an array of the wrong shape or dtype, or (with
-                ``array_face=True``) no ``reset_arrays`` since the last ``reset``.
-            ActionError: an acting slot's action outside its space or mask.
-        """
+    def _step_batch(self, actions: Any) -> Any:
         if self._slots is None:
-            return super().step_arrays(actions)
+            return super()._step_batch(actions)
         self._check_idle()
         self._cycle.check_idle("step_arrays()")
-        self._book.check_face(ARRAYS, "step_arrays()")
         self._write_actions(actions, None)  # checked against the flags the workers left
         self._request("step_arrays", range(self.num_envs), lambda *_: None)  # every copy
         return self._array_batch("step_arrays()")
@@ -289,10 +241,7 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
     # -- other calls ------------------------------------------------------------------
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call method ``name`` of every copy in its worker (or read the attribute).
-
-        The arguments and results travel pickled.
-        """
+        """Call method ``name`` of every copy in its worker (or read the attribute), pickled."""
         self._check_idle()
         self._request("call", range(self.num_envs), lambda *_: (name, args, kwargs))
         self._pending = f"call({name!r})"
@@ -309,12 +258,8 @@ class AsyncVectorMultiAgentEnv(WorkerCycle, VectorMultiAgentEnv):
 
     def close_extras(self, timeout: float = CLOSE_SECONDS, terminate: bool = False,
                      **kwargs: Any) -> None:
-        """End the workers: each closes its copies and leaves; stragglers are terminated.
-
-        Args:
-            timeout: seconds the workers get to leave on their own.
-            terminate: end them at once, without asking.
-        """
+        """End the workers (each closes its copies); those not gone within ``timeout`` s, or
+        all at once with ``terminate``, are terminated."""
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.close(timeout, terminate=terminate or self._pending is not None

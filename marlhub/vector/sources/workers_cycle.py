@@ -1,19 +1,12 @@
-"""The one request path of the async vector env: every call is requests to workers and their answers.
+"""The one request path of the async vector env: every call is requests to workers and answers.
 
 A call sends each worker that holds some of its copies one request naming them
-(:meth:`WorkerCycle._request`, queued per worker) and takes the answers in as
-they come (:meth:`WorkerCycle._replies`, which waits on every busy worker's pipe
-and process at once). The synchronous calls (``reset``, ``step``, their array
-forms, ``call``) wait for every answer (:meth:`WorkerCycle._collect`); the cycle
-(``async_reset``, ``send``, ``recv``) hands the answers to the book as they
-arrive, so copies of different workers never wait for each other. A copy that
-raised, a worker that died or one that did not answer in time is handled here,
-once for every call.
-
-With ``array_face=True`` the requests ``reset_arrays`` and ``step_arrays`` have the
-workers write their copies' rows of the shared arrays
-(:mod:`marlhub.vector.sources.memory`); the parent checks the action rows at once
-and writes them there first, and only the infos dicts come back through the pipes.
+(``_request``) and takes the answers in as they come (``_replies``). The synchronous
+calls wait for every answer (``_collect``); the cycle (``async_reset``, ``send``,
+``recv``) hands them to the book as they arrive, so workers never wait for each other.
+A copy that raised, a dead worker and a time-out are handled here, once. With
+``array_face=True`` the workers write their rows of the shared arrays instead
+(:mod:`marlhub.vector.sources.memory`), and only the infos come back through the pipes.
 
 Example:
     >>> import marlhub
@@ -33,7 +26,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -42,14 +35,13 @@ from marlhub.vector.arguments import reset_mask_of, seeds_for
 from marlhub.vector.autoreset import SAME_STEP
 from marlhub.vector.book import ARRAYS, DICTS
 from marlhub.vector.faces.arrays import row_index
-from marlhub.vector.ready import Received, ReceivedArrays, count_of, received, rows_of
+from marlhub.vector.ready import Received, ReceivedArrays, received, rows_of
 
-if TYPE_CHECKING:
-    from marlhub.vector.book import CopyBook
-    from marlhub.vector.faces.group_actions import GroupActions
-    from marlhub.vector.ready import ReadyCopies
-    from marlhub.vector.sources.memory import SharedObs, SlotArrays
-    from marlhub.vector.sources.processes import WorkerPool
+from marlhub.vector.base import VectorMultiAgentEnv
+from marlhub.vector.faces.group_actions import GroupActions
+from marlhub.vector.ready import ReadyCopies
+from marlhub.vector.sources.memory import SharedObs, SlotArrays
+from marlhub.vector.sources.processes import WorkerPool
 
 __all__ = ["Answer", "WorkerCycle"]
 
@@ -60,23 +52,18 @@ Answer = tuple[str, list[int], int, Any]
 _MOVES = ("reset", "step", "reset_arrays", "step_arrays")
 
 
-class WorkerCycle:
-    """Requests, answers and the ``recv``/``send`` cycle of the async vector env (see the module)."""
+class WorkerCycle(VectorMultiAgentEnv):
+    """A vector env of copies in workers: its requests, answers and ``recv``/``send`` cycle (see
+    the module); :class:`~marlhub.vector.AsyncVectorMultiAgentEnv` builds it."""
 
-    if TYPE_CHECKING:  # what the async vector env sets up
-        num_envs: int
-        timeout: Optional[float]
-        copy: bool
-        autoreset_mode: str
-        _pool: WorkerPool
-        _book: CopyBook
-        _cycle: ReadyCopies
-        _shared: Optional[SharedObs]
-        _slots: Optional[SlotArrays]
-        _group_actions: GroupActions
-        _masked: set[str]
-
-        def name(self) -> str: ...
+    timeout: Optional[float]
+    copy: bool
+    _pool: WorkerPool
+    _cycle: ReadyCopies
+    _shared: Optional[SharedObs]
+    _slots: Optional[SlotArrays]
+    _group_actions: GroupActions
+    _masked: set[str]
 
     # -- requests and answers: the one path of every call ------------------------------
 
@@ -89,9 +76,8 @@ class WorkerCycle:
 
     def _request(self, what: str, rows: Sequence[int],
                  payload: Callable[[range, list[int], int], Any]) -> None:
-        """Send each worker that holds some of the copies ``rows`` one request ``(what,
-        payload(its copies, those of rows, shared block))`` and queue it. Only the dict
-        face's resets and steps write observations into a shared block."""
+        """Send each worker that holds some of ``rows`` one request ``(what, payload(its
+        copies, those of rows, shared block))`` and queue it."""
         shared = self._shared if what in ("reset", "step") else None
         every = len(rows) == self.num_envs
         for w, r in enumerate(self._pool.ranges):
@@ -102,12 +88,8 @@ class WorkerCycle:
                 self._requests[w].append((what, mine, block))
 
     def _replies(self, call: str, timeout: Optional[float] = None) -> list[Answer]:
-        """Wait for at least one answer; return every answered request, its worker's oldest.
-
-        Raises:
-            WorkerError: a worker died or did not answer within ``timeout`` (the env's by
-                default), or a copy raised (the other requests are waited out first).
-        """
+        """Wait for an answer; return every answered request (raise :class:`WorkerError` when a
+        worker died or was late, or a copy raised, once the other requests are waited out)."""
         busy = [w for w, pending in enumerate(self._requests) if pending]
         try:
             replies = self._pool.receive_any(busy, call, self.timeout if timeout is None
@@ -131,9 +113,8 @@ class WorkerCycle:
                 for (what, rows, block), (_, payload) in answered]
 
     def _collect(self, call: str, timeout: Optional[float] = None) -> list[Answer]:
-        """Wait for every answer to ``call``, the synchronous call under way; return them in
-        the order of their copies."""
-        if self._pending != call or self.closed:  # type: ignore[attr-defined]
+        """Every answer to ``call``, the synchronous call under way, in the order of the copies."""
+        if self._pending != call or self.closed:
             self._check_idle(pending=call)
         try:
             return self._answers(call, timeout)
@@ -148,8 +129,7 @@ class WorkerCycle:
         return sorted(answered, key=lambda answer: answer[1][0])
 
     def _drain(self, call: str) -> None:
-        """After a copy raised: wait out every request still under way and drop what waits for
-        ``recv``, so that a ``reset()`` can start over."""
+        """After a copy raised: wait out every request and drop the cycle, for a ``reset()``."""
         while any(self._requests):
             busy = [w for w, pending in enumerate(self._requests) if pending]
             for w, _ in self._pool.receive_any(busy, call, self.timeout):
@@ -157,8 +137,8 @@ class WorkerCycle:
         self._cycle.clear()
 
     def _results(self, answer: Answer) -> list[tuple[Any, ...]]:
-        """One result per copy of an answered ``reset`` (obs, infos) or ``step`` (the 5-tuple and
-        the copy's outcome), its observations read from the shared block."""
+        """One result per copy of an answered ``reset`` (obs, infos) or ``step`` (the 5-tuple
+        and the outcome), observations read from the shared block."""
         what, rows, block, payload = answer
         if what == "reset":  # None for the copies a reset_mask leaves alone
             payload = [p for p in payload if p is not None]
@@ -168,10 +148,8 @@ class WorkerCycle:
         return [(shared.read(i, p[0], block), *p[1:]) for i, p in zip(rows, payload)]
 
     def _check_idle(self, pending: Optional[str] = None) -> None:
-        """Raise when closed, broken, or (unless it is ``pending``) a synchronous call is under way."""
-        if self.closed:  # type: ignore[attr-defined]
-            raise VectorEnvError(self.name(), "it was closed", "Make a new vector env; close() "
-                                 "is final.")
+        """Raise when closed, broken, or another synchronous call than ``pending`` is under way."""
+        self._check_open()
         if self._failure is not None:
             raise VectorEnvError(self.name(), f"it cannot go on: {self._failure}",
                                  "close() it (which ends the workers) and make a new one.")
@@ -195,18 +173,16 @@ class WorkerCycle:
 
     def _reset_request(self, seed: Any, options: Optional[dict[str, Any]], what: str,
                        call: str, face: Optional[str] = None) -> tuple[Any, list[int]]:
-        """Request a reset of every copy (or of those ``options["reset_mask"]`` selects): of the
-        cycle in ``face`` (which its copies must allow), else a synchronous one; return the
-        mask and the copies reset. The array face's request takes no block."""
+        """Request a reset of every copy (or of a ``reset_mask``'s): of the cycle in ``face``,
+        else a synchronous one; return the mask and the copies reset."""
         self._check_idle()
         seeds = seeds_for(self.name(), seed, self.num_envs)
-        mask, rest = reset_mask_of(self.name(), options, self.num_envs)
-        rows = rows_of(mask, self.num_envs)
-        if face is None or mask is None:
+        if face is None:
+            mask, rest = reset_mask_of(self.name(), options, self.num_envs)
+            rows = rows_of(mask, self.num_envs)
             self._cycle.check_idle(call)
         else:
-            self._book.check_face(face, call, cycle=True)
-            self._cycle.check_resettable(rows)
+            mask, rest, rows = self._book.start_reset(options, face)
         self._check_workers(call)
         resets = [(seeds[i], rest) if mask is None or mask[i] else None
                   for i in range(self.num_envs)]
@@ -219,8 +195,7 @@ class WorkerCycle:
         return mask, rows
 
     def _async_reset(self, seed: Any, options: Optional[dict[str, Any]], face: str) -> None:
-        """Start a reset for ``recv`` in ``face``: built from the copies' dicts, or (the array
-        face of ``array_face=True``) written by the workers into shared memory."""
+        """Start a reset for ``recv`` in ``face`` (the shared arrays' with ``array_face=True``)."""
         call = "async_reset()" if face == DICTS else "async_reset_arrays()"
         what = "reset_arrays" if face == ARRAYS and self._slots is not None else "reset"
         mask, rows = self._reset_request(seed, options, what, call, face)
@@ -231,11 +206,9 @@ class WorkerCycle:
         self._cycle.start(rows)
 
     def _send(self, actions: Sequence[Any], copy_ids: Any) -> None:
-        """Send the copies ``copy_ids`` their action dicts (``actions[k]`` for ``copy_ids[k]``),
-        one request per worker; ``recv`` returns their results as they come."""
+        """Send the copies ``copy_ids`` their action dicts, one request per worker."""
         self._check_idle()
-        rows = self._cycle.check_send(copy_ids, count_of(self.name(), actions))
-        checked = self._book.check_rows(actions, rows)
+        rows, checked = self._book.check_send(actions, copy_ids)
         self._check_workers("send()")
         position = {i: k for k, i in enumerate(rows)}
         self._request("step", rows, lambda r, mine, block: (
@@ -266,47 +239,29 @@ class WorkerCycle:
 
     # -- the cycle of the array face in shared memory (array_face=True) ------------------
 
-    def send_arrays(self, actions: Any, copy_ids: Any) -> None:
-        """Send the copies ``copy_ids`` their actions: per group, one row per copy id
-        (``(len(copy_ids), n, ...)``; slots that do not act are ignored); one message per
-        worker; :meth:`recv_arrays` returns their results as they come.
-
-        Raises:
-            VectorEnvError: a copy that is not held, or arrays of the wrong groups, shape or dtype.
-            ActionError: an acting slot's action outside its space or mask; nothing was sent.
-            WorkerError: a worker died.
-        """
+    def _send_batch(self, actions: Any, copy_ids: Any) -> None:
+        """The action rows, checked and written into shared memory; one message per worker."""
         if self._slots is None:  # built from the copies' dicts
-            return super().send_arrays(actions, copy_ids)  # type: ignore[misc]
+            return super()._send_batch(actions, copy_ids)
         self._check_idle()
-        self._book.check_face(ARRAYS, "send_arrays()", cycle=True)
         rows = self._cycle.check_send(copy_ids)
         self._write_actions(actions, rows)
         self._check_workers("send_arrays()")
         self._request("step_arrays", rows, _copies_of_worker)
         self._cycle.start(rows)
 
-    def recv_arrays(self) -> ReceivedArrays:
-        """The next ``batch_size`` ready copies' rows, as :class:`ReceivedArrays`: copies of the
-        shared rows, or with ``copy=False`` views of them where the copy ids are one ascending
-        run (valid until those copies are sent again).
-
-        Raises:
-            VectorEnvError: no copy is running or ready, or the face holds dicts.
-            WorkerError: a worker died, a copy raised, or no worker answered in time.
-        """
+    def _recv_batch(self) -> ReceivedArrays:
+        """The ready copies' rows (with ``copy=False`` views where they are one run, valid
+        until those copies are sent again)."""
         if self._slots is None:
-            return super().recv_arrays()  # type: ignore[misc]
-        self._check_idle()
-        self._book.check_face(ARRAYS, "recv_arrays()", cycle=True)
+            return super()._recv_batch()
         rows, infos = self._take("recv_arrays()")
         batch = self._slots.batch(infos, sorted(self._masked), self.copy,
                                   self.autoreset_mode == SAME_STEP, rows)
         return ReceivedArrays(batch, np.asarray(rows, dtype=np.int64))
 
     def _write_actions(self, actions: Any, rows: Optional[list[int]]) -> None:
-        """Check the action rows of the copies ``rows`` (None: every copy) against their acting
-        slots and masks, all at once, and write them into the shared action arrays."""
+        """Check the action rows of ``rows`` (None: all) at once; write them into shared memory."""
         slots, checker = self._slots, self._group_actions
         assert slots is not None
         where = slice(None) if rows is None else row_index(rows)
@@ -327,15 +282,7 @@ class WorkerCycle:
 
 
 def _copies_of_worker(copies: range, mine: list[int], _block: int) -> Optional[list[int]]:
-    """The copies ``mine`` of the worker that holds ``copies``, by their index there; None
-    when they are all of its copies in order (the worker then steps them on whole slices).
-
-    Example:
-        >>> worker = range(4, 8)
-        >>> _copies_of_worker(worker, [4, 5, 6, 7], 0)
-        >>> _copies_of_worker(worker, [5, 4, 6, 7], 0), _copies_of_worker(worker, [4, 5], 0)
-        ([1, 0, 2, 3], [0, 1])
-    """
+    """The copies ``mine`` of the worker holding ``copies``, by index there (None: all, in order)."""
     if len(mine) == len(copies) and mine[0] == copies.start and mine == list(copies):
         return None
     return [i - copies.start for i in mine]

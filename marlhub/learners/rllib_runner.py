@@ -13,7 +13,7 @@ RLlib's ``EnvContext`` with ``vector_index=i``. Everything else (episodes,
 connectors, metrics) is RLlib's own::
 
     from marlhub.registry import register_with_ray
-    from marlhub.vector.rllib import VectorEnvRunner
+    from marlhub.learners.rllib_runner import VectorEnvRunner
 
     (name,) = register_with_ray("tic_tac_toe")
     config = (PPOConfig().environment(name)
@@ -23,6 +23,7 @@ connectors, metrics) is RLlib's own::
 
 Importing this module imports no Ray; ``VectorEnvRunner`` (the module attribute, or
 :func:`vector_env_runner_class`) does. Its behaviour lives in :class:`VectorEnvRunnerMixin`.
+(It was ``marlhub.vector.rllib``, which still imports: ``marlhub._renamed``.)
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from marlhub.vector.sources.workers import AsyncVectorMultiAgentEnv
 # VectorEnvRunner itself is built on first use (module __getattr__), as it imports Ray.
 __all__ = ["VectorEnvRunnerMixin", "env_fns_for_config", "vector_env_runner_class"]
 
-_FEATURE = "marlhub.vector.rllib (RLlib's env runner on marlhub's vector envs)"
+_FEATURE = "marlhub.learners.rllib_runner (RLlib's env runner on marlhub's vector envs)"
 
 
 def _ray(module: str) -> Any:
