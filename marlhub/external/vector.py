@@ -128,7 +128,7 @@ class ExternalVectorEnv(SyncVectorMultiAgentEnv):
         if not cycle.ready_count() and cycle.running:
             resetting = sorted(i for i in self._resetting if cycle.state[i] == RUNNING)
             raise self.envs[resetting[0] if resetting else 0].no_episode_error()
-        rows, results = cycle.take_some()
+        rows, results = cycle.take()
         return received(rows, results, copy=self.copy)
 
     def _needs_episode(self, i: int) -> bool:

@@ -175,23 +175,19 @@ class ReadyCopies:
 
     def take(self) -> tuple[list[int], list[Any]]:
         """Hand out up to ``batch_size`` ready copies (first in first out, by id): their ids and
-        results. They are held now, or parked."""
-        count = min(self.batch_size, len(self._queue))
-        rows = sorted(self._queue.popleft() for _ in range(count))
-        for i in rows:
-            self.state[i] = PARKED if i in self._parks else HELD
-            self._parks.discard(i)
-        return rows, [self._results.pop(i) for i in rows]
-
-    def take_some(self) -> tuple[list[int], list[Any]]:
-        """:meth:`take`, when no copy is running any more; raise when none is ready either."""
+        results; they are held now, or parked. Raise when none is ready."""
         if not self._queue:
             raise VectorEnvError(
                 self.env_name, "recv() was called, but no copy is running or ready",
                 "send() actions to the copies the last recv() returned, or start with "
                 "async_reset(); copies parked under autoreset_mode 'disabled' come back "
                 "after async_reset(options={'reset_mask': mask}).")
-        return self.take()
+        rows = sorted(self._queue.popleft() for _ in range(min(self.batch_size,
+                                                                len(self._queue))))
+        for i in rows:
+            self.state[i] = PARKED if i in self._parks else HELD
+            self._parks.discard(i)
+        return rows, [self._results.pop(i) for i in rows]
 
     def ready_count(self) -> int:
         """How many copies wait for ``recv``."""

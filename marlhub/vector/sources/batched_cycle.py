@@ -127,7 +127,7 @@ class BatchedCycle:
                 "are held: the batched simulator steps every copy at once",
                 "send() actions to every copy the earlier recv() calls returned, then recv() "
                 "again.")
-        rows, results = ready.take_some()
+        rows, results = ready.take()
         if face == DICTS:
             return received(rows, results)
         return ReceivedArrays(batch_rows([batch for batch, _ in results],
@@ -168,7 +168,7 @@ def batch_rows(batches: Sequence[ArrayBatch], rows: Sequence[int]) -> ArrayBatch
                              for part, final in zip(parts, finals)])
         for k, final in enumerate(finals):
             if final is None:
-                _zero_row(final_obs, k)
+                tree_map(lambda array, k=k: array.__setitem__(k, 0), final_obs)
     fields = {name: _joined([getattr(part, name) for part in parts]) for name in _ROW_FIELDS}
     return ArrayBatch(**fields, infos=[part.infos[0] for part in parts], final_obs=final_obs)
 
@@ -202,11 +202,3 @@ def _joined(parts: Sequence[Any]) -> Any:
 
         return torch.cat(list(parts))
     return np.concatenate(parts)
-
-
-def _zero_row(tree: Any, k: int) -> None:
-    if isinstance(tree, dict):
-        for value in tree.values():
-            _zero_row(value, k)
-    else:
-        tree[k] = 0

@@ -149,7 +149,7 @@ class SyncVectorMultiAgentEnv(VectorMultiAgentEnv):
         self._book.arrive_step(rows, results, [self._copies[i].outcome for i in rows])
 
     def _recv(self) -> Received:
-        rows, results = self._cycle.take_some()
+        rows, results = self._cycle.take()
         return received(rows, results, copy=self.copy)
 
     def _run(self, i: int, what: str, call: Callable[[], Any]) -> Any:

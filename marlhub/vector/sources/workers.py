@@ -202,9 +202,11 @@ class AsyncVectorMultiAgentEnv(WorkerCycle):
         """Wait for the step sent by :meth:`step_async`; return the five per-copy lists."""
         results: list[tuple[Any, ...]] = []
         outcomes: list[int] = []
-        for answer in self._collect("step", timeout):
-            for *result, outcome in self._results(answer):
-                results.append(result)  # type: ignore[arg-type]
+        read = self._shared.read if self._shared is not None else None
+        for _, rows, block, payload in self._collect("step", timeout):
+            for i, (sent, rewards, terminateds, truncateds, infos, outcome) in zip(rows, payload):
+                obs = read(i, sent, block) if read is not None else sent
+                results.append((obs, rewards, terminateds, truncateds, infos))
                 outcomes.append(outcome)
         self._book.record_step(results, outcomes)
         return tuple(list(column) for column in zip(*results))

@@ -46,7 +46,7 @@ from marlhub.vector.sources.processes import WorkerPool
 __all__ = ["Answer", "WorkerCycle"]
 
 #: One answered request: ``(what, its copies, its shared block, the worker's payload)``.
-Answer = tuple[str, list[int], int, Any]
+Answer = tuple[str, Sequence[int], int, Any]
 
 #: Requests whose failure leaves the copies out of step (a reset must follow).
 _MOVES = ("reset", "step", "reset_arrays", "step_arrays")
@@ -69,21 +69,21 @@ class WorkerCycle(VectorMultiAgentEnv):
 
     def _start_requests(self, num_workers: int) -> None:
         # per worker, the requests it has yet to answer, oldest first: (what, copies, block)
-        self._requests: list[deque[tuple[str, list[int], int]]] = [
+        self._requests: list[deque[tuple[str, Sequence[int], int]]] = [
             deque() for _ in range(num_workers)]
         self._pending: Optional[str] = None  # the synchronous call under way
         self._failure: Optional[str] = None  # why the env cannot go on
 
     def _request(self, what: str, rows: Sequence[int],
-                 payload: Callable[[range, list[int], int], Any]) -> None:
+                 payload: Callable[[range, Sequence[int], int], Any]) -> None:
         """Send each worker that holds some of ``rows`` one request ``(what, payload(its
         copies, those of rows, shared block))`` and queue it."""
         shared = self._shared if what in ("reset", "step") else None
+        block = shared.next_block() if shared is not None else 0
         every = len(rows) == self.num_envs
         for w, r in enumerate(self._pool.ranges):
-            mine = list(r) if every else [i for i in rows if i in r]
+            mine = r if every else [i for i in rows if i in r]
             if mine:
-                block = shared.next_block() if shared is not None else 0
                 self._pool.send_to(w, (what, payload(r, mine, block)))
                 self._requests[w].append((what, mine, block))
 
@@ -98,19 +98,20 @@ class WorkerCycle(VectorMultiAgentEnv):
             self._failure = (f"copy {exc.copy_index} (worker {exc.worker_index}) {exc.reason} "
                              f"during {call}")
             raise
-        answered = [(self._requests[w].popleft(), reply) for w, reply in replies]
-        failed = [(what, payload) for (what, _, _), (status, payload) in answered
-                  if status != "ok"]
+        answered: list[Answer] = []  # every reply read answers its worker's oldest request
+        failed: list[Answer] = []
+        for w, (status, payload) in replies:
+            what, rows, block = self._requests[w].popleft()
+            (answered if status == "ok" else failed).append((what, rows, block, payload))
         if failed:
-            what, payload = min(failed, key=lambda f: f[1][0])
+            what, _, _, payload = min(failed, key=lambda f: f[3][0])
             error = self._pool.raised(payload, call)
             if what in _MOVES and self._book is not None:
                 self._book.broken = (f"copy {error.copy_index} raised {error.exception_type} "
                                      f"in a {what}, so the copies are out of step")
             self._drain(call)
             raise error
-        return [(what, rows, block, payload)
-                for (what, rows, block), (_, payload) in answered]
+        return answered
 
     def _collect(self, call: str, timeout: Optional[float] = None) -> list[Answer]:
         """Every answer to ``call``, the synchronous call under way, in the order of the copies."""
@@ -126,7 +127,8 @@ class WorkerCycle(VectorMultiAgentEnv):
         answered: list[Answer] = []
         while any(self._requests):
             answered += self._replies(call, timeout)
-        return sorted(answered, key=lambda answer: answer[1][0])
+        answered.sort(key=lambda answer: answer[1][0])
+        return answered
 
     def _drain(self, call: str) -> None:
         """After a copy raised: wait out every request and drop the cycle, for a ``reset()``."""
@@ -235,7 +237,7 @@ class WorkerCycle(VectorMultiAgentEnv):
                 else:
                     results = self._results(answer)
                     self._book.arrive_step(rows, [r[:5] for r in results], [r[5] for r in results])
-        return cycle.take_some()
+        return cycle.take()
 
     # -- the cycle of the array face in shared memory (array_face=True) ------------------
 
@@ -281,8 +283,8 @@ class WorkerCycle(VectorMultiAgentEnv):
                                               or slots.episode_truncated[i]) for i in rows])
 
 
-def _copies_of_worker(copies: range, mine: list[int], _block: int) -> Optional[list[int]]:
+def _copies_of_worker(copies: range, mine: Sequence[int], _block: int) -> Optional[list[int]]:
     """The copies ``mine`` of the worker holding ``copies``, by index there (None: all, in order)."""
-    if len(mine) == len(copies) and mine[0] == copies.start and mine == list(copies):
+    if len(mine) == len(copies) and mine[0] == copies.start and list(mine) == list(copies):
         return None
     return [i - copies.start for i in mine]
