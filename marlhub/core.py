@@ -101,6 +101,9 @@ class MultiAgentEnv(gym.Env):
     # Mappings from every possible agent id to its space (RLlib's names).
     observation_spaces: Optional[Dict[AgentID, gym.Space]] = None
     action_spaces: Optional[Dict[AgentID, gym.Space]] = None
+    # Agents whose rewards are arrays (multi-objective envs) -> their reward space; None or
+    # an agent left out: one number per step (see marlhub.rewards).
+    reward_spaces: Optional[Dict[AgentID, gym.Space]] = None
     # The live agents; may change during an episode. Class-level defaults are
     # replaced by instance lists in __init__ so instances never share them.
     agents: List[AgentID] = []
@@ -161,6 +164,15 @@ class MultiAgentEnv(gym.Env):
     def get_action_space(self, agent_id: AgentID) -> gym.Space:
         """Return the action space of ``agent_id`` (the same object on every call)."""
         return self._space_of(agent_id, "action_spaces", "_explicit_action_space")
+
+    def get_reward_space(self, agent_id: AgentID) -> Optional[gym.Space]:
+        """Return the reward space of ``agent_id``, or None: its reward is one number.
+
+        Multi-objective envs pay an array per agent, one entry per objective, and
+        declare its space (``reward_spaces``, or an override of this method); see
+        :mod:`marlhub.rewards`.
+        """
+        return None if self.reward_spaces is None else self.reward_spaces.get(agent_id)
 
     def _space_of(self, agent_id: AgentID, per_agent: str, explicit: str) -> gym.Space:
         spaces = getattr(self, per_agent)

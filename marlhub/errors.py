@@ -19,6 +19,7 @@ working in code that never heard of marlhub::
     ├── AgentIdError             (ValueError)   an agent id that is unknown, repeated or missing
     ├── TargetError              (ValueError)   a conformance target that cannot be loaded
     ├── ConversionError          (ValueError)   a conversion to an API marlhub does not know
+    ├── VectorRewardError        (ValueError)   vector rewards where a scalar is needed, bad weights
     ├── VectorEnvError           (ValueError)   a vector env call it cannot take (bad seeds, closed)
     ├── WorkerError              (RuntimeError) an async vector env's worker raised or died
     ├── RemoteEnvError           (ConnectionError) a remote env's server unreachable, gone or silent
@@ -49,7 +50,7 @@ __all__ = [
     "ExternalEnvError", "ExternalTimeoutError", "MarlhubError", "MarlhubWarning",
     "MissingDependencyError", "NotParallelizableError", "ProtocolError", "RemoteEnvError",
     "RemoteRequestError", "ResetNeededError", "TargetError", "UnknownEnvError",
-    "VectorEnvError", "WorkerError", "closest",
+    "VectorEnvError", "VectorRewardError", "WorkerError", "closest",
 ]
 
 
@@ -151,15 +152,8 @@ class EntryPointError(MarlhubError, ImportError):
         distribution: the distribution that declares it ("" when unknown).
     """
 
-    def __init__(
-        self,
-        env_id: str,
-        value: str,
-        distribution: str,
-        problem: str,
-        *,
-        group: str = "marlhub.envs",
-    ) -> None:
+    def __init__(self, env_id: str, value: str, distribution: str, problem: str, *,
+                 group: str = "marlhub.envs") -> None:
         self.env_id = env_id
         self.value = value
         self.distribution = distribution
@@ -197,15 +191,8 @@ class ConfigError(MarlhubError, ValueError):
         accepted: the keys that would have been.
     """
 
-    def __init__(
-        self,
-        env_id: str,
-        problem: str,
-        *,
-        unknown: Sequence[str] = (),
-        accepted: Sequence[str] = (),
-        fix: str = "",
-    ) -> None:
+    def __init__(self, env_id: str, problem: str, *, unknown: Sequence[str] = (),
+                 accepted: Sequence[str] = (), fix: str = "") -> None:
         self.env_id = env_id
         self.unknown = list(unknown)
         self.accepted = list(accepted)
@@ -317,14 +304,8 @@ class NotParallelizableError(MarlhubError, ValueError):
         agents: the agents that would all have had to act.
     """
 
-    def __init__(
-        self,
-        actors: Sequence[Any],
-        agents: Sequence[Any],
-        *,
-        needs: str = "the parallel API",
-        fix: str = "",
-    ) -> None:
+    def __init__(self, actors: Sequence[Any], agents: Sequence[Any], *,
+                 needs: str = "the parallel API", fix: str = "") -> None:
         self.actors = list(actors)
         self.agents = list(agents)
         fix = fix or (
@@ -386,6 +367,24 @@ class ConversionError(MarlhubError, ValueError):
             f"Cannot convert to {target!r}: the supported targets are "
             f"{_quote_list(self.supported)}; pass one of them as `to`.{hint}"
         )
+
+
+class VectorRewardError(MarlhubError, ValueError):
+    """Vector rewards (a declared reward space per agent) where one number per agent is needed,
+    or scalarizing weights that do not fit them.
+
+    Attributes:
+        consumer: who needs scalars, or refused the weights (``"to_gymnasium"``).
+        agent_id: the agent concerned (None when it is about every agent).
+        space: its declared reward space (None when there is none).
+    """
+
+    def __init__(self, consumer: str, problem: str, *, agent_id: Any = None, space: Any = None,
+                 fix: str = "") -> None:
+        self.consumer, self.agent_id, self.space = consumer, agent_id, space
+        fix = fix or ("Scalarize them first with explicit weights, one per objective: "
+                      "marlhub.wrappers.ScalarizeRewards(env, weights).")
+        super().__init__(f"{consumer}: {problem}. {fix}")
 
 
 class RemoteEnvError(MarlhubError, ConnectionError):

@@ -40,6 +40,7 @@ from marlhub.contract import rules
 from marlhub.core import ALL, AgentID
 from marlhub.episode.play import RandomEpisode, episode_seed
 from marlhub.errors import EnvContractError
+from marlhub.rewards import require_scalar_rewards
 
 __all__ = ["RolloutStats", "random_rollout"]
 
@@ -136,6 +137,8 @@ def random_rollout(
         EnvContractError: the env left no actor before the episode ended
             (``turn.actors_exist``), returned done dicts without ``"__all__"``
             (``done.all_present``) or a reward that is not a number (``reward.scalar``).
+        VectorRewardError: the env declares vector rewards; scalarize them first
+            (:class:`~marlhub.wrappers.ScalarizeRewards`).
         Exception: whatever the env itself raises, unchanged.
 
     Example:
@@ -150,6 +153,8 @@ def random_rollout(
     if max_steps is not None:
         _check_int("max_steps", max_steps, minimum=1)
     env = to_hub(env)
+    require_scalar_rewards(env, "random_rollout", needs="its returns are one number per agent "
+                           "and episode")
     name = type(getattr(env, "unwrapped", env)).__name__
     all_returns: list[dict[AgentID, float]] = []
     lengths: list[int] = []

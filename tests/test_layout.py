@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "marlhub.core": 1,
     "marlhub.errors": 1,
     "marlhub.spaces": 1,
+    "marlhub.rewards": 1,
     "marlhub.context": 1,
     "marlhub.display": 1,
     "marlhub.backends": 1,

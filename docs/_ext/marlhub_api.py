@@ -42,7 +42,8 @@ PACKAGE = "marlhub"
 #: Areas in the order of the package's layers (DESIGN.md); areas not named here
 #: (a new subpackage) follow in alphabetical order.
 AREA_ORDER = [
-    "marlhub", "marlhub.core", "marlhub.errors", "marlhub.spaces", "marlhub.context",
+    "marlhub", "marlhub.core", "marlhub.errors", "marlhub.spaces", "marlhub.rewards",
+    "marlhub.context",
     "marlhub.backends", "marlhub.version", "marlhub.contract", "marlhub.episode",
     "marlhub.adapters", "marlhub.adapters.pettingzoo", "marlhub.adapters.openspiel",
     "marlhub.adapters.gymnasium", "marlhub.adapters.rllib", "marlhub.adapters.torchrl",

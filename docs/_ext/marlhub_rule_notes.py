@@ -110,7 +110,13 @@ otherwise (EP:483-488). Fix: ``rewards[agent] = 0.0`` when there is nothing to g
 """,
     "reward.scalar": """
 A bool reward passes ``isinstance(r, int)`` but is a bug; NaN and infinity poison
-every learner. Fix: ``float(r)``, finite.
+every learner. Fix: ``float(r)``, finite. Multi-objective envs (MOMAland) pay an agent
+an array, one entry per objective, and declare its reward space (``reward_spaces`` or
+``get_reward_space(agent)``; MOMAland's ``reward_space(agent)``): each reward is then
+checked against it (shape, a real dtype, finite, within the bounds). Consumers that need
+one number per agent (Gymnasium, OpenSpiel) refuse such an env until its rewards are
+scalarized with explicit weights, ``marlhub.wrappers.ScalarizeRewards(env, weights)``
+(the PettingZoo guide: "Vector rewards: MOMAland").
 """,
     "reward.any_agent": """
 Rewards may go to any live agent, acting or not (an idle winner, a team bonus), and

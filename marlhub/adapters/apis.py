@@ -9,7 +9,7 @@ reading the table imports no backend. A new foreign API is one folder under
 
 Example:
     >>> [api.name for api in APIS]
-    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl', 'vmas', 'jaxmarl', 'remote']
+    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl', 'vmas', 'jaxmarl', 'remote', 'dm_env']
     >>> sorted(TARGETS)
     ['gymnasium', 'gymnasium.tuple', 'marlhub', 'openspiel', 'pettingzoo.aec', 'pettingzoo.parallel', 'rllib', 'torchrl']
     >>> from marlhub.envs import RockPaperScissors
@@ -94,7 +94,7 @@ class Api:
             :class:`Target`).
         families: ``"module:Class"`` of each of its registry families (none when it
             has no catalogue; PettingZoo's API has several: PettingZoo's own registry,
-            mpe2, magent2 and any module).
+            mpe2, magent2, momaland, MaMuJoCo and any module).
         extra: the pip extra that installs its backend (``marlhub[extra]``).
         backend: the backend's top-level package.
     """
@@ -147,6 +147,8 @@ APIS: tuple[Api, ...] = (
             "marlhub.adapters.pettingzoo.family:PettingZooFamily",
             "marlhub.adapters.pettingzoo.family_packages:Mpe2Family",
             "marlhub.adapters.pettingzoo.family_packages:MAgent2Family",
+            "marlhub.adapters.pettingzoo.family_momaland:MomalandFamily",
+            "marlhub.adapters.pettingzoo.family_mamujoco:MaMuJoCoFamily",
             "marlhub.adapters.pettingzoo.family_module:PettingZooModuleFamily",
         ),
         extra="pettingzoo",
@@ -227,6 +229,18 @@ APIS: tuple[Api, ...] = (
         families=("marlhub.adapters.remote.family:RemoteFamily",),
         extra="remote",
         backend="dm_env_rpc",
+    ),
+    Api(
+        # After `remote`: dm_env_rpc's adaptor is a dm_env too (of one agent).
+        name="dm_env",
+        describes="a multi-player dm_env Environment (specs and TimeStep values as lists per "
+                  "player: dm_control's soccer)",
+        detect="is_dm_env",
+        into_hub="from_dm_env",
+        targets={},
+        families=("marlhub.adapters.dm_env.family:DmcSoccerFamily",),
+        extra="dmc",
+        backend="dm_env",
     ),
 )
 

@@ -44,7 +44,7 @@ import numpy as np
 from marlhub.adapters.torchrl.groups import default_group_map
 from marlhub.core import AgentID
 
-__all__ = ["BatchedSource", "SourceBatch", "group_agents", "to_numpy"]
+__all__ = ["BatchedSource", "SourceBatch", "group_agents", "reward_shape", "to_numpy"]
 
 
 def to_numpy(value: Any) -> Any:
@@ -62,8 +62,11 @@ def to_numpy(value: Any) -> Any:
 
 
 def group_agents(agents: Sequence[AgentID], observation_space: Callable[[AgentID], gym.Space],
-                 action_space: Callable[[AgentID], gym.Space]) -> dict[str, list[AgentID]]:
-    """Return the groups of the array face: group name -> agents that share both spaces.
+                 action_space: Callable[[AgentID], gym.Space],
+                 reward_space: Callable[[AgentID], Optional[gym.Space]] = lambda agent: None,
+                 ) -> dict[str, list[AgentID]]:
+    """Return the groups of the array face: group name -> agents that share both spaces (and
+    the shape of their rewards: a declared reward space, :mod:`marlhub.rewards`).
 
     One group ``"agents"`` when every agent has the same spaces (TorchRL's
     ``ALL_IN_ONE_GROUP``); otherwise ``"car_0"``, ``"car_1"`` share ``"car"`` when
@@ -76,9 +79,15 @@ def group_agents(agents: Sequence[AgentID], observation_space: Callable[[AgentID
         {'car': ['car_0', 'car_1'], 'light': ['light']}
     """
     def same(a: AgentID, b: AgentID) -> bool:
-        return observation_space(a) == observation_space(b) and action_space(a) == action_space(b)
+        return observation_space(a) == observation_space(b) and action_space(a) == action_space(b) \
+            and reward_shape(reward_space(a)) == reward_shape(reward_space(b))
 
     return default_group_map(list(agents), same)
+
+
+def reward_shape(space: Optional[gym.Space]) -> tuple[int, ...]:
+    """The shape of one agent's reward: ``()`` for a scalar, else its declared space's."""
+    return () if space is None else tuple(space.shape or ())
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 ``marlhub check ID --targets ...`` converts the env to each target API and
 runs that library's own checker: PettingZoo's ``api_test`` and ``seed_test``
-(AEC) or ``parallel_api_test``; ``pyspiel.random_sim_test``; Gymnasium's
+(AEC; MOMAland's ``api_test``, PettingZoo's adapted to arrays, for an env of vector
+rewards) or ``parallel_api_test``; ``pyspiel.random_sim_test``; Gymnasium's
 ``check_env`` on each agent's view (and the joint view of a simultaneous env);
 RLlib's ``check_multiagent_environments``, then RLlib's own sampler
 (``MultiAgentEnvRunner``, local) with a sample boundary after every step, whose
@@ -14,7 +15,8 @@ and requires every agent's return and action count to be unchanged
 
 A target is ``refused`` up front, with the reason, only where the conversion is
 impossible by structure (a turn-based env to the parallel API; continuous
-actions to OpenSpiel); ``skipped`` when its library is not installed (the
+actions to OpenSpiel; vector rewards to OpenSpiel or Gymnasium, which need one
+number); ``skipped`` when its library is not installed (the
 reason names the extra); ``known-fault`` when the failure is a fault of a
 native library that reproduces without marlhub (a family's ``known_faults``
 keyed ``target.<api>``, or a checker's own limitation listed here); else
@@ -156,7 +158,13 @@ def _pettingzoo_aec(make_env: Callable[[], Any], profile: EnvProfile, seed: int)
     from marlhub.adapters.pettingzoo import to_pettingzoo
 
     test = _backend("pettingzoo", "pettingzoo.test")
-    test.api_test(to_pettingzoo(make_env(), api="aec"), num_cycles=20, verbose_progress=False)
+    if profile.vector_rewards:  # PettingZoo's api_test takes one number; MOMAland's, arrays
+        mo_test = import_backend("momaland.test.api_test", package="momaland", extra="momaland",
+                                 feature="--targets pettingzoo.aec of an env of vector rewards")
+        mo_test.api_test(to_pettingzoo(make_env(), api="aec"), num_cycles=20)
+    else:
+        test.api_test(to_pettingzoo(make_env(), api="aec"), num_cycles=20,
+                      verbose_progress=False)
     test.seed_test(lambda: to_pettingzoo(make_env(), api="aec"), num_cycles=20)
 
 

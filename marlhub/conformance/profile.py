@@ -14,15 +14,22 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import gymnasium as gym
 
 from marlhub.episode.play import RandomEpisode, episode_seed
+from marlhub.rewards import vector_reward_agents
 
 __all__ = ["EnvProfile"]
 
+#: The targets whose consumers need one number per agent as reward, and why.
+_SCALAR_TARGETS = {
+    "openspiel": "OpenSpiel's returns are one number per player",
+    "gymnasium": "a Gymnasium env's reward is one number",
+    "gymnasium.tuple": "the Tuple convention pays one number per agent",
+}
 _TENSORS = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
 
@@ -51,6 +58,7 @@ class EnvProfile:
         simultaneous: in the probed episodes every live agent acted in every step.
         turn_based_step: where a probed step was not simultaneous, who acted and who lived.
         tuple_obs: some observation space holds a Tuple.
+        vector_rewards: the agents paid arrays, with their declared reward spaces.
     """
 
     agents: list[Any]
@@ -59,6 +67,7 @@ class EnvProfile:
     simultaneous: bool = True
     turn_based_step: str = ""
     tuple_obs: bool = False
+    vector_rewards: dict[Any, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, make_env: Callable[[], Any], *, seed: int = 0, episodes: int = 2,
@@ -72,6 +81,7 @@ class EnvProfile:
                          for a in agents),
             tensor_obs=all(_tensor_space(env.get_observation_space(a)) for a in agents),
             tuple_obs=any(_holds_tuple(env.get_observation_space(a)) for a in agents),
+            vector_rewards=vector_reward_agents(env),
         )
         for episode in range(episodes):
             for step in RandomEpisode(env, episode_seed(seed, episode), max_steps=max_steps):
@@ -93,6 +103,11 @@ class EnvProfile:
                     "pads idle agents)")
         if target == "openspiel" and not self.discrete:
             return "non-Discrete action spaces: OpenSpiel games have integer actions"
+        if target in _SCALAR_TARGETS and self.vector_rewards:
+            agent, space = next(iter(self.vector_rewards.items()))
+            return (f"vector rewards: {agent!r} is paid arrays in {space}, and "
+                    f"{_SCALAR_TARGETS[target]} (scalarize them first with explicit weights: "
+                    "marlhub.wrappers.ScalarizeRewards(env, weights))")
         if target == "torchrl" and not self.tensor_obs:
             return "observations that are not tensors (text, graphs): TorchRL specs hold tensors"
         return None
@@ -102,6 +117,10 @@ class EnvProfile:
 
         Each reproduces without marlhub, on a native env of that API with such spaces.
         """
+        if target == "rllib" and self.vector_rewards:
+            return ("RLlib 2.60's check_multiagent_environments takes one number per reward "
+                    "(its _check_reward raises on an array), whatever env pays arrays; the view "
+                    "passes them on unchanged")
         if target.startswith("pettingzoo") and self.tuple_obs:
             return ("PettingZoo 1.27's api_test cannot check Tuple observation spaces (it reads "
                     "the dtype of a sampled tuple), whatever env observes one")

@@ -17,13 +17,14 @@ Example:
 from __future__ import annotations
 
 import itertools
-import math
 from collections import deque
 from typing import Any, Callable, Optional
 
 import gymnasium as gym
+import numpy as np
 
 from marlhub.episode.play import RandomEpisode
+from marlhub.rewards import add_reward
 
 __all__ = ["ROUND_TRIPS", "compare_round_trip"]
 
@@ -105,7 +106,7 @@ def compare_round_trip(target: str, make_env: Callable[[], Any], *, seed: int = 
         returns: dict[Any, float] = {}
         for step in played:
             for agent, reward in step.rewards.items():
-                returns[agent] = returns.get(agent, 0.0) + float(reward)
+                returns[agent] = add_reward(returns.get(agent, 0.0), reward)
         if played.cut:
             continue
         trip = build(make_env, episode_seed)
@@ -151,7 +152,7 @@ def _replay(env: Any, queues: dict[Any, deque], returns: dict[Any, float], seed:
         obs, rewards, terminateds, truncateds, _ = env.step(
             {a: queues[a].popleft() for a in actors})
         for agent, reward in rewards.items():
-            got[agent] = got.get(agent, 0.0) + float(reward)
+            got[agent] = add_reward(got.get(agent, 0.0), reward)
         if terminateds.get("__all__") or truncateds.get("__all__"):
             break
         actors = [a for a in obs if not (terminateds.get(a) or truncateds.get(a))]
@@ -160,6 +161,7 @@ def _replay(env: Any, queues: dict[Any, deque], returns: dict[Any, float], seed:
         return f"agents acted fewer times than in the original (actions left: {left})"
     for agent in dict.fromkeys([*returns, *got]):
         a, b = returns.get(agent, 0.0), got.get(agent, 0.0)
-        if not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9):
-            return f"{agent!r} earned {b!r} instead of {a!r}"
+        if not np.allclose(a, b, rtol=1e-9, atol=1e-9):  # numbers, or arrays of objectives
+            return (f"{agent!r} earned {np.asarray(b).tolist()!r} instead of "
+                    f"{np.asarray(a).tolist()!r}")
     return None

@@ -38,6 +38,7 @@ from marlhub.contract import rules
 from marlhub.contract.transition import Issue, SpaceCache, Transition
 from marlhub.core import ALL, COMMON
 from marlhub.episode.status import truthy
+from marlhub.rewards import why_bad_reward
 from marlhub.spaces import (
     ACTION_MASK_KEY,
     raw_action_mask,
@@ -323,9 +324,24 @@ def check_reward_present(t: Transition, spaces: Any) -> list[Issue]:
 
 
 def check_reward_scalar(t: Transition, spaces: Any) -> list[Issue]:
-    """reward.scalar: rewards are finite real scalars, not bool."""
+    """reward.scalar: rewards are finite real scalars, not bool, or arrays in a declared space.
+
+    An agent whose env declares a reward space (multi-objective envs, see
+    :mod:`marlhub.rewards`) is paid an array in it instead.
+    """
     issues = []
     for agent, value in t.rewards.items():
+        space = spaces.reward_space(agent) if spaces is not None else None
+        if space is not None:
+            why = why_bad_reward(space, value)
+            if why:
+                issues.append(Issue(
+                    f"reward for {agent!r} is {_short(value)}, not in its declared reward space "
+                    f"{space}: {why}. Pay each agent an array of its reward space's shape "
+                    "(np.asarray(r, space.dtype)), or declare the space the rewards have.",
+                    agent=agent,
+                ))
+            continue
         if isinstance(value, (bool, np.bool_)):
             problem = f"{value!r} (bool)"
         elif not isinstance(value, _REAL):

@@ -96,6 +96,35 @@ def why_different(a: Any, b: Any, path: str = "", *, check_dtype: bool = True,
     return None
 
 
+def _returns_differ(got: Any, want: Any, tolerance: float) -> Optional[str]:
+    """How two returns differ (scalars, or arrays of one return per objective), or None.
+
+    Arrays are compared within the rounding of their coarser float dtype: a native env
+    that sums float32 reward arrays into float32 returns (MOMAland's AEC envs) rounds
+    each step, where the hub's sums are float64.
+    """
+    if not (isinstance(got, np.ndarray) or isinstance(want, np.ndarray)):
+        got, want = float(got), float(want)
+        if abs(got - want) <= tolerance:
+            return None
+        return (f"{got!r} in hub rewards but its native return is {want!r} "
+                f"(difference {got - want:+g})")
+    x, y = np.asarray(got), np.asarray(want)
+    if x.shape == () or y.shape == () or x.shape == y.shape:  # 0.0: an agent never paid
+        eps = max(np.finfo(a.dtype).eps if a.dtype.kind == "f" else 0.0 for a in (x, y))
+        x, y = np.broadcast_arrays(x.astype(np.float64), y.astype(np.float64))
+        if np.allclose(x, y, rtol=100 * eps, atol=tolerance):
+            return None
+    return f"{x.tolist()!r} in hub rewards but its native return is {y.tolist()!r}"
+
+
+def _total(value: Any) -> Any:
+    """A return: a float, or an array (one return per objective) when rewards are vectors."""
+    if isinstance(value, np.ndarray) and value.shape != ():
+        return value
+    return float(value)
+
+
 def _plain(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
@@ -161,13 +190,13 @@ def returns_findings(
     """
     findings = []
     for agent in dict.fromkeys([*native, *adapted]):
-        got, want = float(adapted.get(agent, 0.0)), float(native.get(agent, 0.0))
-        if abs(got - want) > tolerance:
+        how = _returns_differ(_total(adapted.get(agent, 0.0)), _total(native.get(agent, 0.0)),
+                              tolerance)
+        if how:
             findings.append(Finding(
                 EQUIV_RETURNS,
                 "error",
-                f"Agent {agent!r} summed {got!r} in hub rewards but its native return is "
-                f"{want!r} (difference {got - want:+g}): a reward was lost or counted twice.",
+                f"Agent {agent!r} summed {how}: a reward was lost or counted twice.",
                 episode=episode,
                 step=len(actions),
                 agent=agent,

@@ -182,7 +182,11 @@ _TABLE: list[tuple[str, Severity, str]] = [
      "that acted: done.truncation_has_obs)"),
     (REWARD_PRESENT, "error",
      "an agent that acted and gets an obs has a reward entry (0 allowed)"),
-    (REWARD_SCALAR, "error", "rewards are finite real scalars, not bool"),
+    # Multi-objective envs (MOMAland) pay an array per agent and declare its space.
+    (REWARD_SCALAR, "error",
+     "rewards are finite real scalars, not bool; or, where the env declares a reward space for "
+     "the agent (get_reward_space, MOMAland's reward_space), finite real arrays of its shape "
+     "within its bounds"),
     (REWARD_ANY_AGENT, "error",
      "rewards name live agents only (acting or not); they count toward that agent's return"),
     (INFO_KEYS, "error", "infos keys are obs keys or __common__; values are dicts"),

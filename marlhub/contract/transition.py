@@ -24,6 +24,7 @@ from typing import Any, Optional
 from marlhub.contract import rules
 from marlhub.core import ALL
 from marlhub.episode.status import actors_of, done_agents, episode_over, flag
+from marlhub.rewards import reward_space_of
 
 __all__ = ["Issue", "SpaceCache", "Transition"]
 
@@ -116,6 +117,7 @@ class SpaceCache:
         self.env = env
         self._obs: dict[Any, Any] = {}
         self._act: dict[Any, Any] = {}
+        self._reward: dict[Any, Any] = {}
 
     def observation_space(self, agent: Any) -> Any:
         """Return the agent's observation space, or None when it cannot be had."""
@@ -128,6 +130,15 @@ class SpaceCache:
         if agent not in self._act:
             self._act[agent] = self._look_up("get_action_space", agent)
         return self._act[agent]
+
+    def reward_space(self, agent: Any) -> Any:
+        """Return the agent's declared reward space, or None (a scalar reward, or no answer)."""
+        if agent not in self._reward:
+            try:
+                self._reward[agent] = reward_space_of(self.env, agent)
+            except Exception:
+                self._reward[agent] = None
+        return self._reward[agent]
 
     def _look_up(self, getter: str, agent: Any) -> Any:
         try:

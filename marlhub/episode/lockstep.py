@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
 from marlhub.contract.compare import returns_findings, trajectory_finding, why_different
+from marlhub.rewards import add_reward
 from marlhub.contract.findings import Finding, Reproducer
 from marlhub.contract.rules import EQUIV_TRAJECTORY
 from marlhub.episode.play import RandomEpisode, Step, episode_seed
@@ -194,7 +195,7 @@ def _one_episode(hub: Any, twin: NativeTwin, episode: int, seed: Optional[int],
             except Exception as exc:  # the native env takes these actions: so must the adapter
                 return [*lock.findings, lock.raised(exc)]
             for agent, reward in step.rewards.items():
-                sums[agent] = sums.get(agent, 0.0) + float(reward)
+                sums[agent] = add_reward(sums.get(agent, 0.0), reward)
             twin.step(step, lock)
     except Diverged as diverged:
         return [*lock.findings, lock.finding(diverged)]

@@ -32,6 +32,7 @@ from typing import Any, Optional
 from marlhub.backends import import_backend
 from marlhub.errors import VectorEnvError
 from marlhub.learners.slots import AgentSlots, Policy, SlotStep
+from marlhub.rewards import require_scalar_rewards
 from marlhub.wrappers import IllegalActionWrapper
 from marlhub.registry.vector import env_fns_for, make_vec
 from marlhub.vector import AsyncVectorMultiAgentEnv, SyncVectorMultiAgentEnv, VectorMultiAgentEnv
@@ -65,7 +66,22 @@ def vector_env_for(env: Any, num_envs: Optional[int] = None,
     Raises:
         VectorEnvError: options that do not apply to ``env``, or a vector env with another
             autoreset mode.
+        VectorRewardError: the env pays vector rewards: a learner's batch holds one number
+            per slot (scalarize them first: :class:`~marlhub.wrappers.ScalarizeRewards`).
     """
+    made = _vector_env(env, num_envs, config, caller, illegal_action, **vector_kwargs)
+    try:
+        require_scalar_rewards(made, caller)
+    except Exception:
+        if made is not env:
+            made.close()
+        raise
+    return made
+
+
+def _vector_env(env: Any, num_envs: Optional[int], config: Optional[Mapping[str, Any]],
+                caller: str, illegal_action: Optional[str],
+                **vector_kwargs: Any) -> VectorMultiAgentEnv:
     if illegal_action is not None:
         return _copies_with_policy(env, num_envs, config, illegal_action, caller,
                                    **vector_kwargs)
@@ -302,6 +318,8 @@ def to_tianshou(env: Any, config: Optional[Mapping[str, Any]] = None) -> Any:
 
     Raises:
         VectorEnvError: kinds of agents that act in Discrete and in Box spaces.
+        VectorRewardError: the env pays vector rewards; scalarize them first
+            (:class:`~marlhub.wrappers.ScalarizeRewards`).
     """
     from marlhub.adapters.apis import convert
     from marlhub.learners.tianshou_env import TianshouEnv
@@ -310,4 +328,7 @@ def to_tianshou(env: Any, config: Optional[Mapping[str, Any]] = None) -> Any:
     if config is not None and not isinstance(env, str):
         raise VectorEnvError("to_tianshou()", "config= was given with an env",
                              "Pass a registry id with its config, or an env made with it.")
-    return TianshouEnv(make(env, config) if isinstance(env, str) else convert(env))
+    hub = make(env, config) if isinstance(env, str) else convert(env)
+    require_scalar_rewards(hub, "to_tianshou", needs="Tianshou's reward vector holds one number "
+                           "per agent")
+    return TianshouEnv(hub)

@@ -75,6 +75,7 @@ class VectorMultiAgentEnv(_WithoutRay):
     single_action_space: Optional[gym.spaces.Dict] = None
     observation_space: Optional[gym.Space] = None
     action_space: Optional[gym.Space] = None
+    reward_spaces: dict[AgentID, gym.Space] = {}  # agents paid arrays (marlhub.rewards)
 
     def _adopt_description(self, first: Mapping[str, Any]) -> None:
         """Take metadata, render mode and spaces from one copy's :func:`describe_env
@@ -86,6 +87,7 @@ class VectorMultiAgentEnv(_WithoutRay):
         action_spaces = first["action_spaces"]
         self.single_observation_spaces = {a: observation_spaces[a] for a in possible_agents}
         self.single_action_spaces = {a: action_spaces[a] for a in possible_agents}
+        self.reward_spaces = {a: s for a, s in (first.get("reward_spaces") or {}).items() if s}
         # Agent ids are any hashable; gymnasium's annotation says str.
         self.single_observation_space = gym.spaces.Dict(cast(Any, self.single_observation_spaces))
         self.single_action_space = gym.spaces.Dict(cast(Any, self.single_action_spaces))
@@ -113,7 +115,7 @@ class VectorMultiAgentEnv(_WithoutRay):
 
     @property
     def groups(self) -> dict[str, list[AgentID]]:
-        """The array face's groups: name -> agents that share both spaces."""
+        """The array face's groups: name -> agents that share both spaces (and reward shape)."""
         found: Optional[dict[str, list[AgentID]]] = self.__dict__.get("_found_groups")
         if found is None:
             from marlhub.adapters.batched import group_agents
@@ -121,7 +123,7 @@ class VectorMultiAgentEnv(_WithoutRay):
             observation, action = self.single_observation_spaces, self.single_action_spaces
             assert observation is not None and action is not None
             found = group_agents(self.possible_agents, observation.__getitem__,
-                                 action.__getitem__)
+                                 action.__getitem__, self.reward_spaces.get)
             self._found_groups = found
         return found
 
@@ -294,7 +296,8 @@ class VectorMultiAgentEnv(_WithoutRay):
             assert self.single_action_spaces is not None
             face = DictArrays(self.num_envs, self.groups,
                               self.single_observation_spaces.__getitem__,
-                              self.single_action_spaces.__getitem__, self.name())
+                              self.single_action_spaces.__getitem__, self.name(),
+                              self.reward_spaces.get)
             self._array_face = face
         return face
 

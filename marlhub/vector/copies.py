@@ -28,6 +28,7 @@ import gymnasium as gym
 from marlhub.core import ALL, AgentID, missing_protocol_members
 from marlhub.episode.status import flag
 from marlhub.errors import ProtocolError, VectorEnvError
+from marlhub.rewards import reward_space_of
 from marlhub.spaces import masks_are_binding
 from marlhub.vector.autoreset import (
     ENDED,
@@ -117,6 +118,7 @@ def describe_env(env: Any) -> dict[str, Any]:
         "metadata": dict(getattr(env, "metadata", None) or {}),
         "render_mode": getattr(env, "render_mode", None),
         "masks_binding": masks_are_binding(env),
+        "reward_spaces": {a: reward_space_of(env, a) for a in agents},  # None: scalar
     }
 
 

@@ -4,6 +4,8 @@
   one, with ``Tuple`` spaces (RLlib's ``with_agent_groups``).
 * :class:`~marlhub.wrappers.illegal.IllegalActionWrapper`: masked-out actions
   raise, end the episode with a penalty, or are replaced by legal ones.
+* :class:`~marlhub.wrappers.scalarize.ScalarizeRewards`: vector rewards (multi-objective
+  envs) made one number per agent by explicit weights.
 
 Example:
     >>> from marlhub.envs import RockPaperScissors
@@ -15,5 +17,7 @@ from __future__ import annotations
 
 from marlhub.wrappers.groups import GroupAgentsWrapper
 from marlhub.wrappers.illegal import ILLEGAL_ACTION_POLICIES, IllegalActionWrapper
+from marlhub.wrappers.scalarize import ScalarizeRewards
 
-__all__ = ["ILLEGAL_ACTION_POLICIES", "GroupAgentsWrapper", "IllegalActionWrapper"]
+__all__ = ["ILLEGAL_ACTION_POLICIES", "GroupAgentsWrapper", "IllegalActionWrapper",
+           "ScalarizeRewards"]

@@ -18,12 +18,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import gymnasium as gym
 
 from marlhub.adapters.apis import to_hub
 from marlhub.core import AgentID, MultiAgentEnv
+from marlhub.rewards import reward_space_of
 
 __all__ = ["ForwardsGlobalState", "HubWrapper", "global_state", "global_state_space"]
 
@@ -134,6 +135,10 @@ class HubWrapper(ForwardsGlobalState, MultiAgentEnv):
     def get_action_space(self, agent_id: AgentID) -> gym.Space:
         """The wrapped env's action space of ``agent_id``."""
         return self.env.get_action_space(agent_id)
+
+    def get_reward_space(self, agent_id: AgentID) -> Optional[gym.Space]:
+        """The wrapped env's reward space of ``agent_id`` (None: its reward is one number)."""
+        return reward_space_of(self.env, agent_id)
 
     def render(self) -> Any:
         """Render the wrapped env."""

@@ -60,7 +60,9 @@ from marlhub.errors import (
     ConfigError,
     MarlhubWarning,
     NotParallelizableError,
+    VectorRewardError,
 )
+from marlhub.rewards import reward_space_of, zero_reward
 from marlhub.wrappers.base import ForwardsGlobalState
 
 __all__ = ["GROUP_INFO", "GROUP_REWARDS", "INDIVIDUAL_REWARDS", "GroupAgentsWrapper"]
@@ -130,6 +132,7 @@ class GroupAgentsWrapper(ForwardsGlobalState, MultiAgentEnv):
         self.possible_agents = _grouped_order(possible, self.agent_id_to_group)
         self.observation_spaces = self._spaces(obs_space, "obs_space", self.env.get_observation_space)
         self.action_spaces = self._spaces(act_space, "act_space", self.env.get_action_space)
+        self.reward_spaces = self._reward_spaces()
         # RLlib assigns a given Tuple as the env's space; code written for it reads it back.
         if isinstance(obs_space, gym.spaces.Tuple):
             self.observation_space = obs_space
@@ -165,6 +168,26 @@ class GroupAgentsWrapper(ForwardsGlobalState, MultiAgentEnv):
                 )
             spaces[agent] = space
         return spaces
+
+    def _reward_spaces(self) -> Optional[dict[AgentID, gym.Space]]:
+        """Each agent's or group's declared reward space: a group sums its members' arrays."""
+        found: dict[AgentID, gym.Space] = {}
+        for agent in self.possible_agents:
+            members = self.groups.get(agent, [agent])
+            spaces = [reward_space_of(self.env, m) for m in members]
+            if all(s is None for s in spaces):
+                continue
+            shapes = {None if s is None else s.shape for s in spaces}
+            if len(shapes) > 1 or not all(isinstance(s, gym.spaces.Box) for s in spaces):
+                raise VectorRewardError(
+                    type(self).__name__, f"the members of {agent!r} are paid rewards of "
+                    f"different kinds ({dict(zip(members, spaces))}), which no sum makes one",
+                    agent_id=agent, fix="Group only agents whose rewards have the same shape.")
+            boxes = [s for s in spaces if isinstance(s, gym.spaces.Box)]
+            found[agent] = boxes[0] if len(boxes) == 1 else gym.spaces.Box(
+                sum(b.low for b in boxes), sum(b.high for b in boxes), boxes[0].shape,
+                np.result_type(*(b.dtype for b in boxes)))
+        return found or None
 
     # -- the episode --------------------------------------------------------------
 
@@ -307,9 +330,16 @@ class GroupAgentsWrapper(ForwardsGlobalState, MultiAgentEnv):
             out_obs[group] = tuple(
                 obs[m] if m in obs else copy.deepcopy(self._last_obs[m]) for m in members
             )
-        individual = [float(rewards.get(m, 0.0)) for m in members]
+        space = self.get_reward_space(group)
+        individual: list[Any]
+        if space is None:
+            individual = [float(rewards.get(m, 0.0)) for m in members]
+        else:  # vector rewards, summed per objective
+            individual = [np.asarray(rewards[m]) if m in rewards else zero_reward(space)
+                          for m in members]
         if any(m in rewards for m in members) or (acted and group in out_obs):
-            out_rewards[group] = float(sum(individual))
+            out_rewards[group] = float(sum(individual)) if space is None \
+                else np.sum(individual, axis=0)
         if group_done:
             self._done.add(group)
             all_terminated = all(m in self._terminated for m in members)

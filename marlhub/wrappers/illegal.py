@@ -56,6 +56,7 @@ from marlhub.episode.status import (
     require_running,
 )
 from marlhub.errors import ConfigError
+from marlhub.rewards import zero_reward
 from marlhub.spaces import ActionSampler, find_action_mask, masks_are_binding
 from marlhub.wrappers.base import HubWrapper
 
@@ -177,8 +178,8 @@ class IllegalActionWrapper(HubWrapper):
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
         rewards, infos = dict(rewards), dict(infos or {})
         for agent, action in offenders.items():
-            if self.penalty:
-                rewards[agent] = rewards.get(agent, 0.0) + self.penalty
+            if self.penalty:  # in every objective of a vector reward
+                rewards[agent] = rewards.get(agent, 0.0) + self._penalty_of(agent)
             if agent in obs:
                 infos[agent] = {**infos.get(agent, {}), ILLEGAL_ACTION_KEY: action,
                                 "substituted_action": actions[agent]}
@@ -188,7 +189,8 @@ class IllegalActionWrapper(HubWrapper):
     def _terminate(self, offenders: dict[AgentID, Any]) -> StepResult:
         present = [a for a in dict.fromkeys([*self._actors, *self.agents]) if a in self._last_obs]
         obs = {a: copy.deepcopy(self._last_obs[a]) for a in present}  # never the same object twice
-        rewards = {a: (self.penalty if a in offenders else 0.0) for a in present}
+        rewards = {a: (self._penalty_of(a) if a in offenders
+                       else zero_reward(self.get_reward_space(a))) for a in present}
         terminateds: MultiAgentDict = {**dict.fromkeys(present, True), ALL: True}
         truncateds: MultiAgentDict = {**dict.fromkeys(present, False), ALL: False}
         infos: MultiAgentDict = {a: {} for a in present}
@@ -198,6 +200,11 @@ class IllegalActionWrapper(HubWrapper):
         self._actors = []
         self._cannot_step = EPISODE_OVER
         return obs, rewards, terminateds, truncateds, infos
+
+    def _penalty_of(self, agent: AgentID) -> Any:
+        """The penalty as the agent's reward: a number, or the same in every objective."""
+        space = self.get_reward_space(agent)
+        return self.penalty if space is None else np.full(space.shape, self.penalty, space.dtype)
 
     def _note(self, obs: Mapping[Any, Any], infos: Mapping[Any, Any],
               terminateds: Mapping[Any, Any], truncateds: Mapping[Any, Any]) -> None:

@@ -34,6 +34,7 @@ from marlhub.core import (
     StepResult,
 )
 from marlhub.errors import AgentIdError
+from marlhub.rewards import reward_space_of
 from marlhub.wrappers.base import HubWrapper
 
 __all__ = ["RenameAgents", "string_ids"]
@@ -108,6 +109,10 @@ class RenameAgents(HubWrapper):
     def get_action_space(self, agent_id: AgentID) -> gym.Space:
         """The wrapped env's action space of the agent now called ``agent_id``."""
         return self.env.get_action_space(self._old_id(agent_id))
+
+    def get_reward_space(self, agent_id: AgentID) -> Optional[gym.Space]:
+        """The wrapped env's reward space of the agent now called ``agent_id``."""
+        return reward_space_of(self.env, self._old_id(agent_id))
 
     def _old_id(self, agent_id: AgentID) -> AgentID:
         try:

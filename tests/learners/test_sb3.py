@@ -237,3 +237,33 @@ def test_a_group_choice_the_slots_cannot_take_is_refused() -> None:
         to_sb3("traffic", 1, group="car", others={"car": print})
     with pytest.raises(VectorEnvError, match="group=NAME to give slots to one group"):
         to_sb3("traffic", 1)
+
+
+def test_vector_rewards_are_refused_until_scalarized_with_weights() -> None:
+    """A learner's batch holds one reward per slot: MOMAland's two objectives are refused,
+    and paid as their weighted sum once scalarized (compared with a plain env)."""
+    pytest.importorskip("momaland")
+    from marlhub.errors import VectorRewardError
+    from marlhub.wrappers import ScalarizeRewards
+
+    with pytest.raises(VectorRewardError, match="ScalarizeRewards"):
+        to_sb3("momaland/catch-v0", 2)
+    weights = np.array([0.25, 2.0])
+    parallel = {"api": "parallel"}  # every agent acts in every step
+    venv = to_sb3(lambda: ScalarizeRewards(marlhub.make("momaland/catch-v0", parallel), weights),
+                  1)
+    plain = marlhub.make("momaland/catch-v0", parallel)
+    try:
+        venv.seed(3)
+        venv.reset()
+        plain.reset(seed=3)
+        venv.action_space.seed(0)
+        for _ in range(4):
+            actions = np.stack([venv.action_space.sample() for _ in range(venv.num_envs)])
+            _, rewards, _, _ = venv.step(actions)
+            _, paid, *_ = plain.step(dict(zip(plain.possible_agents, actions)))
+            np.testing.assert_allclose(rewards, [paid[a] @ weights for a in plain.possible_agents],
+                                       rtol=1e-6)
+    finally:
+        venv.close()
+        plain.close()

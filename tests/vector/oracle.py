@@ -170,8 +170,11 @@ class PlainReplay:
                             (agent in expected["terminated"]), f"{here}: terminated"
                         assert bool(batch.truncated[name][k, j]) == \
                             (agent in expected["truncated"]), f"{here}: truncated"
-                        assert float(batch.rewards[name][k, j]) == \
-                            float(expected["rewards"].get(agent, 0.0)), f"{here}: reward"
+                        paid = np.asarray(batch.rewards[name][k, j])  # an array: objectives
+                        want = expected["rewards"].get(agent)
+                        np.testing.assert_array_equal(
+                            paid, np.zeros_like(paid) if want is None else np.asarray(want),
+                            err_msg=f"{here}: reward")
                     _assert_slot(batch.obs[name], k, j, expected["obs"].get(agent), here)
                     final = expected["final_obs"]
                     if final is not None and hasattr(batch, "final_obs"):

@@ -65,6 +65,7 @@ from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict
 from marlhub.episode.actions import check_action_dict
 from marlhub.episode.status import EPISODE_OVER, NOT_RESET, flag, require_running
 from marlhub.errors import ActionError, AgentIdError, EnvContractError
+from marlhub.rewards import require_scalar_rewards
 from marlhub.spaces import ACTION_MASK_KEY, zero_like
 
 __all__ = ["TupleView", "to_gymnasium_tuple"]
@@ -247,7 +248,10 @@ def to_gymnasium_tuple(env: Any, *, illegal_action: str = DEFAULT_ILLEGAL_ACTION
         return env.env
     if is_gymnasium_env(env) and is_tuple_team(env):
         return env
-    return TupleView(to_hub(env), illegal_action=illegal_action)
+    hub = to_hub(env)
+    require_scalar_rewards(hub, "to_gymnasium_tuple", needs="the Tuple convention pays one "
+                           "number per agent")
+    return TupleView(hub, illegal_action=illegal_action)
 
 
 def _mask_size(space: gym.Space) -> Optional[int]:

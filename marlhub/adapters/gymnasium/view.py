@@ -37,6 +37,7 @@ from marlhub.errors import (
     AgentIdError,
     EnvContractError,
 )
+from marlhub.rewards import require_scalar_rewards
 from marlhub.spaces import ACTION_MASK_KEY, ActionSampler, zero_like
 
 __all__ = ["AgentView", "JointView", "Policies", "Policy", "to_gymnasium"]
@@ -309,6 +310,8 @@ def to_gymnasium(
             or ``others`` names unknown agents or ``agent_id`` itself.
         ValueError: ``joint=True`` together with ``agent_id`` or ``others``.
         ProtocolError: ``env`` cannot be made a hub env.
+        VectorRewardError: the env pays vector rewards; scalarize them first
+            (:class:`~marlhub.wrappers.ScalarizeRewards`).
 
     Example:
         >>> from marlhub.envs import RockPaperScissors
@@ -330,6 +333,7 @@ def to_gymnasium(
     if is_gymnasium_env(env):
         return env  # already a single-agent Gymnasium env
     hub = to_hub(env)
+    require_scalar_rewards(hub, "to_gymnasium", needs="a Gymnasium env's reward is one number")
     possible = list(hub.possible_agents)
     if joint:
         return JointView(hub, illegal_action=illegal_action)

@@ -43,6 +43,7 @@ from marlhub.adapters.openspiel.view_state import (
 from marlhub.context import EnvContext, make_from_id
 from marlhub.episode.play import RandomEpisode, episode_seed
 from marlhub.errors import ConfigError, EnvRegistrationError
+from marlhub.rewards import require_scalar_rewards
 
 __all__ = ["to_openspiel"]
 
@@ -178,6 +179,8 @@ def to_openspiel(
         ConfigError: an action space that is not Discrete, an env whose copies in an
             episode start over (OpenSpiel clones states), or a bad option.
         EnvRegistrationError: ``short_name`` belongs to another OpenSpiel game.
+        VectorRewardError: the env pays vector rewards (OpenSpiel's returns are one
+            number per player); scalarize them first (``ScalarizeRewards``).
     """
     from marlhub.adapters.openspiel.adapter import OpenSpielEnv
 
@@ -187,6 +190,8 @@ def to_openspiel(
     env = make()
     if isinstance(env, OpenSpielEnv):  # a factory or an id of an OpenSpiel game
         return env.source_game
+    require_scalar_rewards(env, "to_openspiel", needs="OpenSpiel's returns and rewards are one "
+                           "number per player")
     label = type(env).__name__
     name = short_name or "marlhub_" + re.sub(r"(?<!^)(?=[A-Z])", "_", label).lower()
     _check_name(name)

@@ -24,9 +24,11 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import gymnasium as gym
+import numpy as np
 
 from marlhub.core import (
     ALL,
@@ -44,9 +46,17 @@ from marlhub.episode.status import (
     require_running,
     restarts_when_pickled,
 )
+from marlhub.rewards import declared_reward_space
 from marlhub.spaces import raw_action_mask
 
 __all__ = ["PettingZooEnv", "state_holder"]
+
+
+def own_arrays(rewards: Mapping[AgentID, Any]) -> dict[AgentID, Any]:
+    """The rewards with each array copied: a native env may add into its arrays in place
+    later (MOMAland's AEC envs accumulate into theirs), and a reward handed out stays."""
+    return {a: np.array(r) if isinstance(r, np.ndarray) else r for a, r in rewards.items()}
+
 
 class _PettingZooBase(MultiAgentEnv):
     """What both adapters share: spaces looked up once per agent, render, close, state."""
@@ -71,6 +81,9 @@ class _PettingZooBase(MultiAgentEnv):
         self.possible_agents = list(possible)
         self.observation_spaces = {a: native.observation_space(a) for a in self.possible_agents}
         self.action_spaces = {a: native.action_space(a) for a in self.possible_agents}
+        # Multi-objective envs (MOMAland) declare a reward space per agent: arrays, carried.
+        declared = {a: declared_reward_space(native, a) for a in self.possible_agents}
+        self.reward_spaces = {a: s for a, s in declared.items() if s is not None} or None
         self.metadata = dict(getattr(native, "metadata", None) or {})
         self.render_mode = getattr(native, "render_mode", None)
         self._checker = ActionChecker(self.get_action_space)
@@ -299,7 +312,8 @@ class PettingZooEnv(_PettingZooBase):
         env = self.env
         holder = self._holder
         env.step(action)
-        rewards = holder.rewards.copy()
+        rewards = holder.rewards.copy() if self.reward_spaces is None \
+            else own_arrays(holder.rewards)
         if holder.agents:
             nxt = holder.agent_selection
             if not (holder.terminations[nxt] or holder.truncations[nxt]):

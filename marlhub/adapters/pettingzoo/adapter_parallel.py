@@ -21,10 +21,11 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Optional
 
-from marlhub.adapters.pettingzoo.adapter import _PettingZooBase
+from marlhub.adapters.pettingzoo.adapter import _PettingZooBase, own_arrays
 from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict, ResetResult, StepResult
 from marlhub.episode.actions import action_masks, spaces_hold_masks
 from marlhub.episode.status import EPISODE_OVER, require_running
+from marlhub.rewards import zero_reward
 
 __all__ = ["ParallelPettingZooEnv"]
 
@@ -146,7 +147,8 @@ class ParallelPettingZooEnv(_PettingZooBase):
             truncateds = terminateds.copy()
             terminateds[ALL] = truncateds[ALL] = False
             self._note_actors(obs, infos, actors)
-            return obs, dict(n_rewards), terminateds, truncateds, infos
+            rewards = dict(n_rewards) if self.reward_spaces is None else own_arrays(n_rewards)
+            return obs, rewards, terminateds, truncateds, infos
         return self._mended_step(actors, n_obs, n_rewards, n_terms, n_truncs, n_infos)
 
     def _someone_live(self) -> bool:
@@ -163,12 +165,13 @@ class ParallelPettingZooEnv(_PettingZooBase):
             n_obs = {a: o for a, o in n_obs.items() if a not in finished}
             n_rewards = {a: r for a, r in n_rewards.items() if a not in finished}
         obs = dict(n_obs)
-        rewards = dict(n_rewards)
+        rewards = dict(n_rewards) if self.reward_spaces is None else own_arrays(n_rewards)
         terminateds, truncateds, ended = self._done_flags(n_terms, n_truncs)
         if not obs.keys() <= rewards.keys():
             for agent in actors:  # an agent that acted and still observes has a reward entry
                 if agent in obs and agent not in rewards:
-                    rewards[agent] = 0
+                    rewards[agent] = zero_reward(self.get_reward_space(agent)) \
+                        if self.reward_spaces is not None else 0
         n_infos = n_infos or {}
         infos = dict(n_infos) if n_infos.keys() == obs.keys() else self._split_infos(obs, n_infos)
         if self._someone_live():

@@ -104,18 +104,25 @@ class PackageFamily(PettingZooFamily):
                        feature=f"The {self.name}/ env family")
         aec: dict[str, Any] = {}
         parallel: dict[str, Any] = {}
-        for info in sorted(pkgutil.iter_modules(holder.__path__), key=lambda i: i.name):
-            found = ENV_MODULE.fullmatch(info.name)
+        for module_name in self.env_modules(holder):
+            found = ENV_MODULE.fullmatch(module_name.rpartition(".")[2])
             if found is None:
                 continue
             env_id = f"{found['name']}-v{found['version']}"
-            module_name = f"{self.modules}.{info.name}"
             module = self._module(module_name)
             for registry, function in ((aec, "env"), (parallel, "parallel_env")):
                 unknown = module is None and function == "env"  # making it will say why
                 if unknown or callable(getattr(module, function, None)):
                     registry[env_id] = env_spec(env_id, f"{module_name}:{function}")
         return aec, parallel
+
+    def env_modules(self, holder: Any) -> list[str]:
+        """The full names of the modules of ``holder`` (:attr:`modules`) that may be envs.
+
+        Its direct submodules, by name; a package with envs in nested packages says otherwise.
+        """
+        infos = sorted(pkgutil.iter_modules(holder.__path__), key=lambda i: i.name)
+        return [f"{self.modules}.{info.name}" for info in infos]
 
     def _module(self, module_name: str) -> Any:
         """The module, or None when it does not import (its id then reports why when made)."""

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
@@ -28,6 +29,7 @@ from marlhub.core import ALL
 from marlhub.episode.lockstep import Lockstep, NativeTwin, compare_in_lockstep
 from marlhub.episode.play import Step
 from marlhub.episode.status import flag
+from marlhub.wrappers.base import global_state as global_state_of
 
 __all__ = ["AECTwin", "ParallelTwin", "compare_with_native"]
 
@@ -39,6 +41,7 @@ def compare_with_native(
     seed: Optional[int] = 0,
     max_steps: int = 1000,
     adapt: Optional[Callable[[Any], Any]] = None,
+    global_state: bool = False,
 ) -> list[Finding]:
     """Step ``from_pettingzoo(factory())`` and another ``factory()`` in lockstep; list differences.
 
@@ -52,6 +55,8 @@ def compare_with_native(
             compared but not its returns.
         adapt: the adapter under comparison (default :func:`from_pettingzoo`); any
             callable from a native env to a hub env, e.g. RLlib's ``PettingZooEnv``.
+        global_state: also compare the adapted env's ``state()`` with the native
+            env's after the reset and every step (for envs with a global state).
 
     Returns:
         ``equiv.trajectory`` findings (the first difference of each episode: the
@@ -62,25 +67,35 @@ def compare_with_native(
     from marlhub.adapters.pettingzoo import from_pettingzoo, pettingzoo_kind
 
     hub = (adapt or from_pettingzoo)(factory())
+    state_of = functools.partial(global_state_of, hub) if global_state else None
     try:
         return compare_in_lockstep(
-            hub, lambda: _twin_of(factory(), pettingzoo_kind), episodes=episodes, seed=seed,
-            max_steps=max_steps,
+            hub, lambda: _twin_of(factory(), pettingzoo_kind, state_of), episodes=episodes,
+            seed=seed, max_steps=max_steps,
         )
     finally:
         hub.close()
 
 
-def _twin_of(native: Any, kind_of: Callable[[Any], str]) -> NativeTwin:
-    return AECTwin(native) if kind_of(native) == "aec" else ParallelTwin(native)
+def _twin_of(native: Any, kind_of: Callable[[Any], str],
+             state_of: Optional[Callable[[], Any]]) -> NativeTwin:
+    twin = AECTwin(native) if kind_of(native) == "aec" else ParallelTwin(native)
+    twin.state_of = state_of
+    return twin
 
 
 class _PettingZooTwin(NativeTwin):
-    """What both twins share: the returns they sum, their end, their env."""
+    """What both twins share: the returns they sum, their end, their env, the global state."""
 
     env: Any
     sums: dict[Any, float]
     any_truncated: bool
+    #: The adapted env's ``state()``, compared with the native one's; None: not compared.
+    state_of: Optional[Callable[[], Any]] = None
+
+    def _expect_state(self, lock: Lockstep) -> None:
+        if self.state_of is not None:
+            lock.expect("global state", self.state_of(), self.env.state())
 
     def _begin(self, seed: Optional[int]) -> None:
         """Reset the native env and the sums for a new episode."""
@@ -109,6 +124,7 @@ class AECTwin(_PettingZooTwin):
         obs, _, _, infos = self._advance({})
         lock.expect("observations", first.obs, obs)
         lock.expect("infos", dict(first.infos), infos)
+        self._expect_state(lock)
 
     def step(self, step: Step, lock: Lockstep) -> None:
         env = self.env
@@ -123,6 +139,7 @@ class AECTwin(_PettingZooTwin):
         lock.expect("terminateds", step.terminateds, terms)
         lock.expect("truncateds", step.truncateds, truncs)
         lock.expect("infos", dict(step.infos), infos)
+        self._expect_state(lock)
         lock.expect("rewards", step.rewards, rewards, fatal=False)
 
     def _advance(self, rewards: dict[Any, Any]) -> tuple[dict, dict, dict, dict]:
@@ -172,6 +189,7 @@ class ParallelTwin(_PettingZooTwin):
         self._begin(seed)
         self._expect_agents("observations", first.obs, lock)
         lock.expect("observations", first.obs, {a: self.env.observe(a) for a in first.obs})
+        self._expect_state(lock)
 
     def step(self, step: Step, lock: Lockstep) -> None:
         env = self.env
@@ -190,6 +208,7 @@ class ParallelTwin(_PettingZooTwin):
         present = list(env.agents)  # the agents of this parallel step, done ones included
         self._expect_agents("observations", step.obs, lock)
         lock.expect("observations", dict(step.obs), {a: env.observe(a) for a in step.obs})
+        self._expect_state(lock)
         for table, native in (("terminateds", env.terminations), ("truncateds", env.truncations)):
             adapted = step.terminateds if table == "terminateds" else step.truncateds
             lock.expect(table, {a: bool(adapted.get(a, False)) for a in present},

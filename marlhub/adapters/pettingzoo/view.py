@@ -36,6 +36,7 @@ from typing import Any, Literal, Optional
 import gymnasium as gym
 from pettingzoo import AECEnv, ParallelEnv
 
+from marlhub.adapters.pettingzoo.view_rewards import DeclaresRewardSpaces, VectorRewards, nonzero
 from marlhub.core import ALL, COMMON, AgentID
 from marlhub.display import view_html
 from marlhub.episode.actions import check_action, check_keys
@@ -86,7 +87,7 @@ def _refuse_finished(name: str, finished: set[AgentID], obs: Mapping[AgentID, An
                 "episode",
             )
     for agent, reward in rewards.items():
-        if agent in finished and reward != 0:
+        if agent in finished and nonzero(reward):
             raise EnvContractError(
                 name, "done.final",
                 f"step() gave the reward {reward!r} to {agent!r}, which was done earlier in the "
@@ -112,7 +113,7 @@ def numpy_obs(space: gym.Space, obs: Any) -> Any:
     return obs
 
 
-class _HubFacade:
+class _HubFacade(DeclaresRewardSpaces):
     """What both PettingZoo views pass straight to the hub env they wrap."""
 
     #: The API the view speaks, for notebooks.
@@ -210,6 +211,7 @@ class HubAECEnv(_HubFacade, AECEnv):
         self._act_space_of = _space_lookup(hub_env, "action")
         self._obs_spaces: dict[AgentID, gym.Space] = {}
         self._act_spaces: dict[AgentID, gym.Space] = {}
+        self._rewards = VectorRewards(hub_env)
         self._cannot_step: Optional[str] = NOT_RESET
         self._reset_state()
 
@@ -249,8 +251,8 @@ class HubAECEnv(_HubFacade, AECEnv):
         if agent in self.terminations:
             return
         self.agents.append(agent)
-        self.rewards[agent] = 0
-        self._cumulative_rewards[agent] = 0
+        self.rewards[agent] = self._rewards.zero(agent)
+        self._cumulative_rewards[agent] = self._rewards.zero(agent)
         self.terminations[agent] = False
         self.truncations[agent] = False
         self.infos[agent] = {}
@@ -305,14 +307,19 @@ class HubAECEnv(_HubFacade, AECEnv):
                      self._mask_of(self._last_obs.get(agent), self.infos.get(agent)))
         if self._cycle_pos + 1 < len(self._cycle):
             self._actions[agent] = action
-            self._cumulative_rewards[agent] = 0
+            self._cumulative_rewards[agent] = self._rewards.zero(agent)
             self._clear_rewards()
             self._cycle_pos += 1
             self.agent_selection = self._cycle[self._cycle_pos]
             return
         result = self.hub_env.step({**self._actions, agent: action})
-        self._cumulative_rewards[agent] = 0
+        self._cumulative_rewards[agent] = self._rewards.zero(agent)
         self._apply(*result)
+
+    def _clear_rewards(self) -> None:
+        """Every agent's reward back to nothing: ``0``, or zeros of its reward space."""
+        for agent in self.rewards:
+            self.rewards[agent] = self._rewards.zero(agent)
 
     def _dead_step(self, agent: AgentID, action: Any) -> None:
         if action is not None:
@@ -339,11 +346,16 @@ class HubAECEnv(_HubFacade, AECEnv):
                 self._add_agent(agent)
         infos = infos or {}
         self.common_info = dict(infos.get(COMMON, {}))
+        vectors = self._rewards.spaces
         for agent in self.agents:
             reward = rewards.get(agent, 0.0)
-            reward = reward if type(reward) in (int, float) else float(reward)
+            if vectors:  # arrays for the agents that declare a reward space
+                reward = self._rewards.paid(agent, rewards.get(agent))
+            elif type(reward) not in (int, float):
+                reward = float(reward)
             self.rewards[agent] = reward
-            self._cumulative_rewards[agent] += reward
+            # Not +=: an array handed out by last() must not change under its holder.
+            self._cumulative_rewards[agent] = self._cumulative_rewards[agent] + reward
             term, trunc = _flags(agent, terms, truncs)
             self.terminations[agent] = term
             self.truncations[agent] = trunc
@@ -381,6 +393,7 @@ class HubParallelEnv(_HubFacade, ParallelEnv):
         self._act_space_of = _space_lookup(hub_env, "action")
         self._obs_spaces: dict[AgentID, gym.Space] = {}
         self._act_spaces: dict[AgentID, gym.Space] = {}
+        self._rewards = VectorRewards(hub_env)
         self.agents: list[AgentID] = []
         self.common_info: dict[str, Any] = {}
         self._cannot_step: Optional[str] = NOT_RESET
@@ -478,7 +491,8 @@ class HubParallelEnv(_HubFacade, ParallelEnv):
                 self._finished.add(agent)
             else:
                 live.append(agent)
-        out_rewards = {a: rewards.get(a, 0) for a in candidates}
+        out_rewards = {a: rewards[a] if a in rewards else self._rewards.zero(a)
+                       for a in candidates}
         out_obs, out_infos = self._view(obs, infos or {}, live)
         return out_obs, out_rewards, out_terms, out_truncs, out_infos
 

@@ -50,6 +50,7 @@ import numpy as np
 
 from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict, StepResult
 from marlhub.episode.status import truthy
+from marlhub.rewards import zero_reward
 
 __all__ = ["RewardCarrier"]
 
@@ -67,14 +68,19 @@ class _Ending:
 class RewardCarrier:
     """Follow one episode at a time and reshape its steps so RLlib's episodes keep every reward.
 
+    Args:
+        reward_spaces: the declared reward spaces of the agents paid arrays (multi-objective
+            envs): an agent paid nothing gets zeros of its space there, ``0.0`` elsewhere.
+
     Attributes:
         pending: rewards held for agents that have not acted yet, by agent.
         settling: agents shown a last observation to act on; closed at the next step.
         acted: agents that acted in the current episode.
     """
 
-    def __init__(self) -> None:
-        self.pending: dict[AgentID, float] = {}
+    def __init__(self, reward_spaces: Optional[Mapping[AgentID, Any]] = None) -> None:
+        self._reward_spaces = dict(reward_spaces or {})
+        self.pending: dict[AgentID, Any] = {}
         self.settling: dict[AgentID, _Ending] = {}
         self.acted: set[AgentID] = set()
         self._last_obs: dict[AgentID, Any] = {}
@@ -117,7 +123,7 @@ class RewardCarrier:
         self._close_settling(obs, rewards, terminateds, truncateds, infos)
         for agent, ending in others.items():
             obs[agent] = ending.obs
-            rewards[agent] = 0.0  # its reward came in the step the hub env ended
+            rewards[agent] = self._zero(agent)  # its reward came in the step the hub env ended
             if ending.info is not None:
                 infos[agent] = ending.info
         terminateds[ALL] = terminated_all
@@ -147,7 +153,7 @@ class RewardCarrier:
             if agent in self.acted:
                 if agent not in obs and agent in self._last_obs:
                     obs[agent] = self._last_obs[agent]  # RLlib's own stand-in, kept across cuts
-                    rewards.setdefault(agent, 0.0)
+                    rewards.setdefault(agent, self._zero(agent))
             elif agent in obs and _nonzero(self.pending.get(agent, 0.0)):
                 self.settling[agent] = _Ending(
                     obs[agent], infos.get(agent),
@@ -175,7 +181,8 @@ class RewardCarrier:
                         infos: MultiAgentDict) -> None:
         for agent, ending in self.settling.items():
             obs[agent] = ending.obs
-            rewards[agent] = self.pending.pop(agent, 0.0)
+            rewards[agent] = self.pending.pop(agent) if agent in self.pending \
+                else self._zero(agent)
             if ending.info is not None:
                 infos[agent] = ending.info
             if ending.terminated:
@@ -194,6 +201,10 @@ class RewardCarrier:
                           if a == ALL or not truthy(v) or _flagged(terminateds, a)}
         self._last_obs.update(obs)
         return obs, rewards, terminateds, truncateds, infos
+
+    def _zero(self, agent: AgentID) -> Any:
+        """What an agent paid nothing gets: ``0.0``, or zeros of its reward space."""
+        return zero_reward(self._reward_spaces.get(agent))
 
 
 def _nonzero(reward: Any) -> bool:

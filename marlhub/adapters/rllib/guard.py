@@ -52,14 +52,18 @@ class EpisodeGuard:
     Args:
         env_name: how the env is named in error messages.
         possible_agents: the env's ``possible_agents``.
+        spaces: the env's :class:`~marlhub.contract.transition.SpaceCache`, for the rules
+            that read spaces (a declared reward space makes rewards arrays); None: none.
 
     Attributes:
         done: agents done earlier in the current episode.
         appeared: agents that had an observation in the current episode.
     """
 
-    def __init__(self, env_name: str, possible_agents: Sequence[AgentID]) -> None:
+    def __init__(self, env_name: str, possible_agents: Sequence[AgentID],
+                 spaces: Any = None) -> None:
         self.env_name = env_name
+        self.spaces = spaces
         self.possible_agents = list(possible_agents)
         self.done: set[AgentID] = set()
         self.appeared: set[AgentID] = set()
@@ -116,7 +120,7 @@ class EpisodeGuard:
 
     def _judge(self, t: Transition) -> None:
         for rule, check in GUARDED_RULES:
-            for issue in check(t, None):
+            for issue in check(t, self.spaces):
                 if issue.severity not in (None, "error"):
                     continue
                 where = "reset()" if t.kind == "reset" else f"step {t.index} of the episode"

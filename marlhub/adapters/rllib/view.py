@@ -20,7 +20,9 @@ from marlhub.adapters.rllib.carry import RewardCarrier
 from marlhub.adapters.rllib.guard import EpisodeGuard
 from marlhub.adapters.rllib.masking import MaskLayout, mask_into_infos
 from marlhub.backends import mixed_into
+from marlhub.contract.transition import SpaceCache
 from marlhub.core import ALL, COMMON, AgentID, MultiAgentDict, ResetResult, StepResult
+from marlhub.rewards import reward_space_of, vector_reward_agents
 from marlhub.wrappers.illegal import IllegalActionWrapper
 
 __all__ = ["DEFAULT_ILLEGAL_ACTION", "HubRLlibEnvMixin", "hub_rllib_env_class"]
@@ -93,9 +95,10 @@ class HubRLlibEnvMixin:
         self.observation_space = gym.spaces.Dict(self.observation_spaces)
         self.action_space = gym.spaces.Dict(self.action_spaces)
         self._guard: Optional[EpisodeGuard] = (
-            EpisodeGuard(type(env).__name__, possible) if check else None
+            EpisodeGuard(type(env).__name__, possible, SpaceCache(env)) if check else None
         )
-        self._carrier: Optional[RewardCarrier] = RewardCarrier() if carry_rewards else None
+        self._carrier: Optional[RewardCarrier] = RewardCarrier(
+            vector_reward_agents(env)) if carry_rewards else None
         self.metadata = getattr(env, "metadata", self.metadata)
         self.render_mode = getattr(env, "render_mode", None)
         self._initialized = True
@@ -122,6 +125,11 @@ class HubRLlibEnvMixin:
     @agents.setter
     def agents(self, value: Any) -> None:
         self._refuse_assignment("agents")
+
+    def get_reward_space(self, agent_id: AgentID) -> Optional[gym.Space]:
+        """The hub env's reward space of ``agent_id``: None for one number, else the space of
+        its reward arrays (multi-objective envs), which this view passes on unchanged."""
+        return reward_space_of(self.env, agent_id)
 
     def _refuse_assignment(self, name: str) -> None:
         # RLlib's base __init__ fills in empty agent lists; the hub env owns them.

@@ -11,7 +11,9 @@ agent (along the group's agent dimension):
   Discrete actions and masks (in the observation, or in infos: the env is reset
   once to look); all True for agents that do not act;
 * ``(g, "mask")``: bool, whether the agent acts in the next step;
-* ``(g, "action")``, ``(g, "reward")`` and ``(g, "done" | "terminated" | "truncated")``.
+* ``(g, "action")``, ``(g, "reward")`` and ``(g, "done" | "terminated" | "truncated")``;
+  a reward is ``(1,)`` per agent, or ``(k,)`` for an agent paid arrays of k objectives
+  (a declared reward space, :mod:`marlhub.rewards`): the group's spec is ``(n_agents, k)``.
 
 A group whose agents' specs differ (shapes, bounds) is stacked lazily, as
 TorchRL does for heterogeneous agents; specs TorchRL cannot stack at all
@@ -37,6 +39,7 @@ from marlhub.adapters.torchrl.groups import resolve_group_map
 from marlhub.adapters.torchrl.specs import OWNER, Codec, codec_for, encoded_zero
 from marlhub.core import AgentID
 from marlhub.errors import ConfigError
+from marlhub.rewards import reward_space_of
 from marlhub.spaces import ACTION_MASK_KEY
 
 __all__ = ["AgentSlot", "GroupSlot", "Layout", "has_observation_mask"]
@@ -73,6 +76,7 @@ class AgentSlot:
     mask_size: int = 0
     strip: str = ""
     zero: Any = field(default=None, repr=False)
+    reward_shape: tuple[int, ...] = (1,)
 
     def encode_observation(self, value: Any) -> Any:
         """Return the agent's hub observation (None: none yet) as arrays for its spec."""
@@ -126,9 +130,11 @@ class Layout:
         agents = list(env.possible_agents)
         obs_spaces = {a: env.get_observation_space(a) for a in agents}
         act_spaces = {a: env.get_action_space(a) for a in agents}
+        rewards = {a: _reward_shape(env, a) for a in agents}
         self.group_map = resolve_group_map(
             group_map, agents,
-            same=lambda a, b: obs_spaces[a] == obs_spaces[b] and act_spaces[a] == act_spaces[b])
+            same=lambda a, b: obs_spaces[a] == obs_spaces[b] and act_spaces[a] == act_spaces[b]
+            and rewards[a] == rewards[b])
         self.groups: dict[str, GroupSlot] = {}
         self.slots: dict[AgentID, AgentSlot] = {}
         for name, members in self.group_map.items():
@@ -137,6 +143,14 @@ class Layout:
                 info_masks or has_observation_mask(obs_spaces[a]) for a in members)
             slots = [self._slot(a, name, i, obs_spaces[a], act_spaces[a], masked, categorical)
                      for i, a in enumerate(members)]
+            for slot in slots:
+                slot.reward_shape = rewards[slot.agent]
+            if len({s.reward_shape for s in slots}) > 1:
+                raise ConfigError(
+                    OWNER, f"the agents of group {name!r} are paid rewards of different shapes "
+                    f"({', '.join(f'{s.agent!r}: {s.reward_shape}' for s in slots)}), which one "
+                    "reward spec cannot hold", fix="Put agents whose rewards differ in shape in "
+                    "different groups (group_map=None groups them apart by default).")
             self.groups[name] = GroupSlot(name, slots, action_masks=masked)
             self.slots.update((s.agent, s) for s in slots)
 
@@ -191,11 +205,18 @@ class Layout:
             group.lazy = _is_lazy(observation[name]) or _is_lazy(action[name])
             n = len(group.agents)
             reward[name] = Composite(
-                {"reward": Unbounded(shape=(n, 1), dtype=torch.float32, device=device)},
+                {"reward": Unbounded(shape=(n, *group.agents[0].reward_shape),
+                                     dtype=torch.float32, device=device)},
                 shape=(n,), device=device)
             done[name] = Composite({k: flag((n, 1)) for k in ("done", "terminated", "truncated")},
                                    shape=(n,), device=device)
         return observation, action, reward, done
+
+
+def _reward_shape(env: Any, agent: AgentID) -> tuple[int, ...]:
+    """``(1,)`` for one number per step, or the shape of the agent's declared reward space."""
+    space = reward_space_of(env, agent)
+    return (1,) if space is None or space.shape in ((), None) else tuple(space.shape)
 
 
 def _is_lazy(spec: Any) -> bool:

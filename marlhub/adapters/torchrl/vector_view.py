@@ -179,7 +179,8 @@ class VectorTorchRLEnvMixin:
                                                            .mask_size), bool) if mask is None
                                                   else np.asarray(mask).astype(bool))
             if rewards:
-                fields["reward"] = _rewards(batch.rewards[name], (num_envs, n, 1))
+                fields["reward"] = _rewards(batch.rewards[name],
+                                            (num_envs, n, *group.agents[0].reward_shape))
             out[name] = TensorDict(fields, batch_size=(num_envs, n), device=self.device)
             if group.action_masks:
                 mask_action_spec(self, group, out[name].get(ACTION_MASK_KEY))

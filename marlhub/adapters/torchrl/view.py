@@ -74,7 +74,9 @@ class HubTorchRLEnvMixin:
       agents have Discrete actions without a mask in their observation space is
       reset once when the view is built, to see whether its infos carry masks.
     * **Rewards**: exactly what the hub paid in the step, per agent, idle
-      agents included (0 for agents the rewards dict leaves out), as float32.
+      agents included (0 for agents the rewards dict leaves out), as float32;
+      an agent paid arrays (a declared reward space of shape ``(k,)``, multi-objective
+      envs) has ``(k,)`` per agent, so its group's reward spec is ``(n_agents, k)``.
       Infos are not carried, except their action masks.
     * **Global state**: where the hub env has ``state_space``, its ``state()``
       sits at the root under ``"state"``, as TorchRL's ``PettingZooWrapper``
@@ -219,7 +221,11 @@ class HubTorchRLEnvMixin:
                     row = mask.astype(bool)
             fields[ACTION_MASK_KEY] = row
         if rewards is not None:
-            fields["reward"] = np.asarray([rewards.get(agent, 0.0)], dtype=np.float32)
+            if slot.reward_shape == (1,):
+                fields["reward"] = np.asarray([rewards.get(agent, 0.0)], dtype=np.float32)
+            else:  # one entry per objective (0.0 for an agent not paid: zeros)
+                fields["reward"] = np.broadcast_to(np.asarray(
+                    rewards.get(agent, 0.0), dtype=np.float32), slot.reward_shape).copy()
         terminated, truncated = self._flags.get(agent, idle)
         fields["terminated"] = np.asarray([terminated])
         fields["truncated"] = np.asarray([truncated])

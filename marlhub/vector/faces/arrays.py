@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array
 
+from marlhub.adapters.batched import reward_shape
 from marlhub.core import ALL, COMMON, AgentID
 from marlhub.episode.status import truthy
 from marlhub.spaces import ACTION_MASK_KEY, find_action_mask, raw_action_mask, zero_like
@@ -79,8 +80,9 @@ class ArrayBatch:
 
     Attributes:
         obs: group -> ``(num_envs, n, ...)`` (dicts for ``Dict`` spaces; zeros: no observation).
-        rewards, terminated, truncated: group -> ``(num_envs, n)``; a slot is done when its
-            agent is, or when the episode ended while it was alive.
+        rewards, terminated, truncated: group -> ``(num_envs, n)`` (rewards ``(num_envs, n, k)``
+            for agents paid arrays of k objectives); a slot is done when its agent is, or
+            when the episode ended while it was alive.
         episode_terminated, episode_truncated: ``(num_envs,)``, the ``"__all__"`` flags.
         acting, alive: group -> ``(num_envs, n)``: acts next; seen this episode and not done.
         action_mask: group -> ``(num_envs, n, size)`` int8, once the group showed a mask.
@@ -146,11 +148,14 @@ class DictArrays:
 
     def __init__(self, num_envs: int, groups: Mapping[str, Sequence[AgentID]],
                  observation_space: Callable[[AgentID], gym.Space],
-                 action_space: Callable[[AgentID], gym.Space], env_name: str = "vector env") -> None:
+                 action_space: Callable[[AgentID], gym.Space], env_name: str = "vector env",
+                 reward_space: Callable[[AgentID], Optional[gym.Space]] = lambda a: None) -> None:
         self.num_envs = num_envs
         self.groups = {name: list(agents) for name, agents in groups.items()}
         self.spaces = {name: observation_space(agents[0]) for name, agents in self.groups.items()}
         self.action_spaces = {name: action_space(agents[0])
+                              for name, agents in self.groups.items()}
+        self.reward_shapes = {name: reward_shape(reward_space(agents[0]))
                               for name, agents in self.groups.items()}
         self.slot = {agent: (name, j) for name, agents in self.groups.items()
                      for j, agent in enumerate(agents)}
@@ -194,7 +199,7 @@ class DictArrays:
             i = k if rows is None else rows[k]  # the copy
             p = i if out is not None else k  # its row in the batch
             for agent, reward in rewards_i.items():
-                if reward:  # each agent once in the dict: zeros stay as they are
+                if type(reward) is np.ndarray or reward:  # zeros stay as they are
                     name, j = slot[agent]
                     reward_rows[name][p, j] = reward
             outcome = outcomes[i]
@@ -244,7 +249,9 @@ class DictArrays:
             return ArrayBatch(
                 obs={name: _zeros_of(self.leaves[name], (n, len(agents)))
                      for name, agents in self.groups.items() if self.leaves[name] is not None},
-                rewards=self._zeros(np.float64, n), terminated=self._zeros(np.bool_, n),
+                rewards={name: np.zeros((n, len(agents)) + self.reward_shapes[name])
+                         for name, agents in self.groups.items()},
+                terminated=self._zeros(np.bool_, n),
                 truncated=self._zeros(np.bool_, n), episode_terminated=np.zeros(n, np.bool_),
                 episode_truncated=np.zeros(n, np.bool_), acting=self._zeros(np.bool_, n),
                 alive=self._zeros(np.bool_, n), action_mask=masks)

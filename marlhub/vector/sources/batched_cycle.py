@@ -168,7 +168,7 @@ def batch_rows(batches: Sequence[ArrayBatch], rows: Sequence[int]) -> ArrayBatch
                              for part, final in zip(parts, finals)])
         for k, final in enumerate(finals):
             if final is None:
-                tree_map(lambda array, k=k: array.__setitem__(k, 0), final_obs)
+                tree_map(lambda array: array.__setitem__(k, 0), final_obs)  # noqa: B023
     fields = {name: _joined([getattr(part, name) for part in parts]) for name in _ROW_FIELDS}
     return ArrayBatch(**fields, infos=[part.infos[0] for part in parts], final_obs=final_obs)
 

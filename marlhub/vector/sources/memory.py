@@ -32,6 +32,7 @@ from typing import Any, Optional, Union, cast
 import gymnasium as gym
 import numpy as np
 
+from marlhub.adapters.batched import reward_shape
 from marlhub.core import AgentID
 from marlhub.vector.faces.arrays import (
     ArrayBatch,
@@ -228,7 +229,8 @@ class SlotLayout(BlockLayout):
 
     def __init__(self, num_envs: int, groups: Mapping[str, Sequence[AgentID]],
                  observation_space: Callable[[AgentID], gym.Space],
-                 action_space: Callable[[AgentID], gym.Space]) -> None:
+                 action_space: Callable[[AgentID], gym.Space],
+                 reward_space: Callable[[AgentID], Optional[gym.Space]] = lambda a: None) -> None:
         why = slot_spaces_unsupported(groups, observation_space, action_space)
         if why is not None:
             raise ValueError(why)
@@ -242,7 +244,8 @@ class SlotLayout(BlockLayout):
             for key, shape, dtype in leaves:
                 self.add(("obs", name, key), lead + shape, dtype)
                 self.add(("final", name, key), lead + shape, dtype)
-            self.add(("rewards", name, None), lead, np.dtype(np.float64))
+            self.add(("rewards", name, None), lead + reward_shape(reward_space(members[0])),
+                     np.dtype(np.float64))
             for flag in _FLAGS:
                 self.add((flag, name, None), lead, np.dtype(np.bool_))
             act = action_space(members[0])

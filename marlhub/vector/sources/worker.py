@@ -18,6 +18,7 @@ there, and its first parallel op would block).
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import signal
@@ -33,6 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.episode.play import action_space_getter
+from marlhub.rewards import reward_space_of
 from marlhub.episode.prechecked import actions_prechecked
 from marlhub.vector.autoreset import ENDED_AND_RESET, SAME_STEP
 from marlhub.vector.book import CopyBook
@@ -221,8 +223,9 @@ class WorkerArrays:
                              autoreset_mode, [e.possible_agents for e in envs],
                              [action_space_getter(e) for e in envs])
         first_env = envs[0]
-        self.face = DictArrays(len(copies), slots.layout.groups,
-                               first_env.get_observation_space, first_env.get_action_space)
+        self.face = DictArrays(len(copies), slots.layout.groups, first_env.get_observation_space,
+                               first_env.get_action_space, "",
+                               functools.partial(reward_space_of, first_env))
         self.same_step = autoreset_mode == SAME_STEP
         self.out = _rows_of(slots, self.rows, self.same_step)
         # Discrete actions go to the copies as ints, as the vector env's own check passes them on

@@ -137,14 +137,15 @@ class AsyncVectorMultiAgentEnv(WorkerCycle):
     def _slot_block(self, ctx: Any, probe: Any) -> SlotArrays:
         """Lay out the shared array face from the first copy's spaces, or raise."""
         agents = list(probe["possible_agents"])
-        obs, act = probe["observation_spaces"], probe["action_spaces"]
-        groups = group_agents(agents, obs.__getitem__, act.__getitem__)
+        obs, act, reward = (probe["observation_spaces"], probe["action_spaces"],
+                            probe["reward_spaces"])
+        groups = group_agents(agents, obs.__getitem__, act.__getitem__, reward.get)
         why = slot_spaces_unsupported(groups, obs.__getitem__, act.__getitem__)
         if why is not None:
             raise VectorEnvError(self.name(), f"array_face=True needs fixed-size arrays, but {why}",
                                  "Leave array_face out: the array face is then built from the "
                                  "copies' dicts in this process.")
-        layout = SlotLayout(self.num_envs, groups, obs.__getitem__, act.__getitem__)
+        layout = SlotLayout(self.num_envs, groups, obs.__getitem__, act.__getitem__, reward.get)
         self._slot_buffer = ctx.RawArray("B", layout.nbytes)
         return SlotArrays(layout, self._slot_buffer)
 

@@ -136,3 +136,26 @@ def test_agent_slots_are_the_plain_envs(env_id: str, mode: str) -> None:
             result = envs.step(replay.action_arrays(range(N), actions, blank)[name])
             replay.step(range(N), actions)
             replay.assert_rows(as_batch(*result), range(N), f"step {t}")
+
+
+@pytest.mark.parametrize("face", ["sync", "workers", "async dicts"])
+def test_vector_rewards_reach_the_rows_unchanged(face: str) -> None:
+    """MOMAland's catch pays each agent an array of two objectives: every face keeps it."""
+    pytest.importorskip("momaland")
+    env_id = "momaland/catch-v0"
+    with _make(env_id, "same_step", face) as envs:
+        (name, agents), = envs.groups.items()
+        assert envs.reward_spaces[agents[0]].shape == (2,)
+        replay = PlainReplay(env_id, N, "same_step", envs.groups)
+        blank = _blank(envs)
+        batch = envs.reset_arrays(seed=0)
+        replay.reset()
+        assert batch.rewards[name].shape == (N, len(agents), 2)
+        paid = np.zeros(2)
+        for t in range(30):
+            actions = replay.choose(range(N))
+            batch = envs.step_arrays(replay.action_arrays(range(N), actions, blank))
+            replay.step(range(N), actions)
+            replay.assert_rows(batch, range(N), f"step {t}")
+            paid += np.abs(batch.rewards[name]).sum(axis=(0, 1))
+        assert (paid > 0).all()  # both objectives were paid, and compared, along the way
