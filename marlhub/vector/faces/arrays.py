@@ -155,8 +155,7 @@ class DictArrays:
         self.spaces = {name: observation_space(agents[0]) for name, agents in self.groups.items()}
         self.action_spaces = {name: action_space(agents[0])
                               for name, agents in self.groups.items()}
-        self.reward_shapes = {name: reward_shape(reward_space(agents[0]))
-                              for name, agents in self.groups.items()}
+        self.reward_shapes = {n: reward_shape(reward_space(a[0])) for n, a in self.groups.items()}
         self.slot = {agent: (name, j) for name, agents in self.groups.items()
                      for j, agent in enumerate(agents)}
         self.blank = {name: zero_like(space) for name, space in self.spaces.items()}

@@ -235,20 +235,19 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
     # -- helpers --------------------------------------------------------------------
 
     def _host_batch(self, out: SourceBatch) -> SourceBatch:
-        """The source's values as numpy arrays (obs, rewards and infos kept as torch tensors
-        with ``as_torch``); the episode flags as bools."""
+        """The source's values as numpy (obs, rewards, infos: torch with ``as_torch``)."""
         kept = (lambda value: value) if self.as_torch else to_numpy
-        values: dict[str, Any] = {name: None if value is None or (name == "common_infos" and not value) else
-                  tree_map(kept if name in ("obs", "rewards", "infos") else to_numpy, value)
-                  for name, value in vars(out).items() if name not in ("terminated", "truncated")}
+        values: dict[str, Any] = {name: tree_map(kept if name in ("obs", "rewards", "infos")
+                                                 else to_numpy, value) if value else None
+                                  for name, value in vars(out).items()
+                                  if name not in ("terminated", "truncated")}
         return SourceBatch(**values, terminated=to_numpy(out.terminated).astype(bool),
                            truncated=to_numpy(out.truncated).astype(bool))
 
     def _fresh(self, out: SourceBatch) -> ArrayBatch:
         """The batch of a reset of every copy."""
         self._chooses = dict(out.acting or {})
-        torch = self.as_torch and self.source.device is not None
-        zeros = {name: _zeros((self.num_envs, len(agents)), self.source.device if torch else None)
+        zeros = {name: _zeros((self.num_envs, len(agents)), self.as_torch and self.source.device)
                  for name, agents in self.groups.items()}
         flags = np.zeros(self.num_envs, np.bool_)
         return ArrayBatch(
@@ -335,8 +334,8 @@ class BatchedVectorEnv(VectorMultiAgentEnv):
 
 
 def _zeros(shape: tuple[int, ...], device: Any) -> Any:
-    """float32 zeros: torch's on ``device``, or numpy's (None)."""
-    if device is None:
+    """float32 zeros: torch's on ``device``, or numpy's (None or False)."""
+    if device is None or device is False:
         return np.zeros(shape, np.float32)
     import torch
 

@@ -1,24 +1,15 @@
 """The worker process of an async vector env: it holds some copies and answers the parent.
 
-:func:`worker_main` builds its copies from their cloudpickled env_fns, sends their
-descriptions, then answers one request at a time until told to close:
-``("reset", (block, [(seed, options) or None per copy]))``, ``("step", (block, [action
-dict per copy], copies or None))``, ``("call", (name, args, kwargs))``, ``("setattr",
-(name, values))``, ``("close", None)``, and with the shared array face
-``("reset_arrays", (resets, only))`` and ``("step_arrays", copies or None)``
-(:class:`WorkerArrays`). Each answer is ``("ok", [one result per copy])`` or ``("error",
-(copy, exception type, message, traceback, pickled exception or None))``. Observations
-that fit the shared blocks are written there
-(:class:`~marlhub.vector.sources.memory.SharedObs`), the rest pickled.
-
-A worker ignores Ctrl-C (its parent closes it), leaves when its parent is gone, and runs
-torch on one thread where the parent had imported it (forked, torch's thread pool is not
-there, and its first parallel op would block).
+:func:`worker_main` builds its copies, sends their descriptions, then answers one request
+at a time (``reset``, ``step``, ``call``, ``setattr``, ``close``; ``reset_arrays`` and
+``step_arrays`` of the shared array face, :class:`WorkerArrays`) with ``("ok", [one result
+per copy])`` or ``("error", (copy, type, message, traceback, pickled exception))``.
+Observations that fit the shared blocks are written there, the rest pickled. A worker
+ignores Ctrl-C, leaves when its parent is gone, and runs torch on one thread.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import pickle
 import signal
@@ -110,7 +101,8 @@ def _serve(conn: Connection, copies: list[EnvCopy], first_copy: int,
             return
         if command in ("reset_arrays", "step_arrays") and arrays is not None:
             try:  # ("ok", (infos, groups that showed a mask))
-                reply = "ok", arrays.reset(*data) if command == "reset_arrays" else arrays.step(data)
+                answer = arrays.reset(*data) if command == "reset_arrays" else arrays.step(data)
+                reply = "ok", answer
             except Exception as exc:
                 reply = "error", _error_of(first_copy + arrays.current, exc)
         else:
@@ -225,7 +217,7 @@ class WorkerArrays:
         first_env = envs[0]
         self.face = DictArrays(len(copies), slots.layout.groups, first_env.get_observation_space,
                                first_env.get_action_space, "",
-                               functools.partial(reward_space_of, first_env))
+                               lambda agent: reward_space_of(first_env, agent))
         self.same_step = autoreset_mode == SAME_STEP
         self.out = _rows_of(slots, self.rows, self.same_step)
         # Discrete actions go to the copies as ints, as the vector env's own check passes them on

@@ -137,8 +137,7 @@ class AsyncVectorMultiAgentEnv(WorkerCycle):
     def _slot_block(self, ctx: Any, probe: Any) -> SlotArrays:
         """Lay out the shared array face from the first copy's spaces, or raise."""
         agents = list(probe["possible_agents"])
-        obs, act, reward = (probe["observation_spaces"], probe["action_spaces"],
-                            probe["reward_spaces"])
+        obs, act, reward = (probe[f"{kind}_spaces"] for kind in ("observation", "action", "reward"))
         groups = group_agents(agents, obs.__getitem__, act.__getitem__, reward.get)
         why = slot_spaces_unsupported(groups, obs.__getitem__, act.__getitem__)
         if why is not None:
