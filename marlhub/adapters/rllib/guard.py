@@ -60,6 +60,9 @@ class EpisodeGuard:
         appeared: agents that had an observation in the current episode.
     """
 
+    #: None in guards pickled before the field existed (0.1.0's), which then read no spaces.
+    spaces: Any = None
+
     def __init__(self, env_name: str, possible_agents: Sequence[AgentID],
                  spaces: Any = None) -> None:
         self.env_name = env_name
