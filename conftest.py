@@ -26,7 +26,8 @@ EXTRAS = {"torch": "rl", "torchrl": "torchrl", "tensordict": "torchrl", "vmas": 
           "ray": "rllib", "pettingzoo": "pettingzoo", "pyspiel": "openspiel",
           "open_spiel": "openspiel", "supersuit": "supersuit", "mpe2": "mpe2",
           "magent2": "magent2", "grpc": "remote", "dm_env_rpc": "remote",
-          "jax": "jaxmarl", "jaxmarl": "jaxmarl", "lbforaging": "epymarl", "rware": "epymarl",
+          "jax": "jaxmarl", "jaxmarl": "jaxmarl", "jumanji": "jumanji",
+          "lbforaging": "epymarl", "rware": "epymarl",
           "momaland": "momaland", "dm_env": "dmc", "dm_control": "dmc", "shimmy": "dmc"}
 
 #: Modules that import a backend at their top which the newest end cannot install (AgileRL

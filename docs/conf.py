@@ -97,7 +97,8 @@ import pathlib
 import warnings
 warnings.simplefilter("ignore")  # the backends' own deprecation and precision notes
 REPO = pathlib.Path({str(DOCS.parent)!r})
-MISSING_BACKENDS = {{name for name in ("ray", "torchrl", "vmas", "jaxmarl", "dm_control")
+MISSING_BACKENDS = {{name for name in ("ray", "torchrl", "vmas", "jaxmarl", "jumanji",
+                                         "dm_control")
                     if importlib.util.find_spec(name) is None}}
 """
 os.environ.setdefault("RAY_DISABLE_IMPORT_WARNING", "1")

@@ -25,11 +25,13 @@ TESTS = Path(__file__).resolve().parent
 #:
 #: True: what the module checks depends on the versions of the backends (Gymnasium,
 #: PettingZoo, OpenSpiel, SuperSuit, MPE2, VMAS, TorchRL and tensordict, grpcio, JaxMARL,
-#: AgileRL). False: marlhub's own machinery, the same whatever their versions, or the
+#: Jumanji, AgileRL). False: marlhub's own machinery, the same whatever their versions, or the
 #: repository itself (layout, types, docs, README), which the newest end checks.
 AT_BOTH_ENDS: dict[str, bool] = {
     # The adapters, their families and lockstep twins, and the learners through them.
     "adapters": True,
+    # Jumanji installs at both ends: 1.1.1 beside JaxMARL's JAX, the newest beside the rest.
+    "adapters/jumanji": True,
     # Families as the registry lists, resolves and suggests them.
     "registry": True,
     # The suite: the consumers' own checkers, native envs' known faults, batched VMAS.

@@ -9,7 +9,7 @@ reading the table imports no backend. A new foreign API is one folder under
 
 Example:
     >>> [api.name for api in APIS]
-    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl', 'vmas', 'jaxmarl', 'remote', 'dm_env']
+    ['pettingzoo', 'openspiel', 'rllib', 'gymnasium', 'torchrl', 'vmas', 'jaxmarl', 'jumanji', 'remote', 'dm_env']
     >>> sorted(TARGETS)
     ['gymnasium', 'gymnasium.tuple', 'marlhub', 'openspiel', 'pettingzoo.aec', 'pettingzoo.parallel', 'rllib', 'torchrl']
     >>> from marlhub.envs import RockPaperScissors
@@ -219,6 +219,16 @@ APIS: tuple[Api, ...] = (
         families=("marlhub.adapters.jaxmarl.family:JaxMarlFamily",),
         extra="jaxmarl",
         backend="jaxmarl",
+    ),
+    Api(
+        name="jumanji",
+        describes="a multi-agent Jumanji Environment (pure JAX functions)",
+        detect="is_jumanji_env",
+        into_hub="from_jumanji",
+        targets={},
+        families=("marlhub.adapters.jumanji.family:JumanjiFamily",),
+        extra="jumanji",
+        backend="jumanji",
     ),
     Api(
         name="remote",

@@ -14,8 +14,10 @@ names rules the *native* env itself breaks (an upstream bug), whose findings
 the conformance suite then reports as warnings that say so, and
 ``served_id(rest, config) -> id or None`` names the registry id an env of the
 family stands for (a ``remote/`` env: the id its server serves), whose known
-faults are then the env's too. The PettingZoo families also have
-``parallel_config(rest, config) -> config or None``: the config that builds the
+faults are then the env's too. A family whose envs cannot run in a worker forked from
+this process (JAX's: ``jaxmarl/``, ``jumanji/``) says how its workers start,
+``start_method = "spawn"``, which ``marlhub check --vector`` follows. The PettingZoo
+families also have ``parallel_config(rest, config) -> config or None``: the config that builds the
 env's native parallel version, which the registry uses when every agent must
 act in every step (:meth:`marlhub.registry.Registry.simultaneous_config`).
 

@@ -99,6 +99,7 @@ def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int
     label = f"{name or (target if isinstance(target, str) else repr(target))} --vector {num_envs}"
     env_fns = vector_env_fns(target, num_envs, config)
     report = Report(label)
+    context = _start_method(target)
     for vmode in vectorization_modes:
         if vmode == "batched":
             continue
@@ -108,7 +109,7 @@ def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int
                     return SyncVectorMultiAgentEnv(env_fns, autoreset_mode=amode)
                 return AsyncVectorMultiAgentEnv(env_fns, autoreset_mode=amode,
                                                 num_workers=min(num_workers, num_envs),
-                                                timeout=timeout)
+                                                timeout=timeout, context=context)
 
             found, steps, finished = compare_copies(make_vector, env_fns, f"{vmode}/{amode}",
                                                     amode, seed, episodes, max_steps)
@@ -125,7 +126,8 @@ def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int
                                                    batch_size=batch)
                 return AsyncVectorMultiAgentEnv(env_fns, autoreset_mode=amode,
                                                 num_workers=min(num_workers, num_envs),
-                                                timeout=timeout, batch_size=batch)
+                                                timeout=timeout, batch_size=batch,
+                                                context=context)
 
             found, steps, finished = compare_copies(
                 make_cycle, env_fns, f"{vmode}/{amode} recv/send batch_size={batch}", amode,
@@ -145,6 +147,18 @@ def check_vector(target: Any, num_envs: int = 3, *, seed: int = 0, episodes: int
     if isinstance(target, str) and is_registry_id(target):
         mark_known_faults(report, target, default_registry(), config)
     return report
+
+
+def _start_method(target: Any) -> Optional[str]:
+    """The async workers' start method: the platform's, or the one the target's family asks
+    for (``start_method``: ``"spawn"`` for the families on JAX, which is multithreaded, so a
+    worker forked from a process that ran it hangs when it uses it)."""
+    if not (isinstance(target, str) and is_registry_id(target)):
+        return None
+    prefix, slash, _ = target.partition("/")
+    family = default_registry().families.get(prefix) if slash else None
+    method = getattr(family, "start_method", None)
+    return method if isinstance(method, str) else None
 
 
 def check_vector_targets(targets: Sequence[str], num_envs: int, *, seed: int = 0,

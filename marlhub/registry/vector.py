@@ -170,6 +170,11 @@ def make_vec(
                              f"{', '.join(map(repr, unknown))} for vectorization_mode={mode!r}",
                              f"It takes {', '.join(map(repr, accepted))}.")
     env_fns = env_fns_for(env_id, num_envs, config)
+    prefix, slash, _ = env_id.partition("/")
+    start_method = getattr(default_registry().families.get(prefix) if slash else None,
+                           "start_method", None)  # "spawn" for the families on JAX
+    if mode == "async" and isinstance(start_method, str):
+        vector_kwargs.setdefault("context", start_method)
     if mode == "batched":
         assert make_batched is not None
         source = make_batched(env_fns[0].context(), num_envs)

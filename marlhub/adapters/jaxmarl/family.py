@@ -86,6 +86,9 @@ class JaxMarlFamily:
 
     name = "jaxmarl"
     description = "JaxMARL's JAX multi-agent envs (jaxmarl.make), batched under jax.vmap"
+    #: How worker processes of its copies start: JAX is multithreaded, and a worker forked
+    #: from a process that ran it hangs when it uses JAX.
+    start_method = "spawn"
 
     def ids(self) -> Iterable[tuple[str, str]]:
         """Yield every env JaxMARL registers that marlhub can make here."""

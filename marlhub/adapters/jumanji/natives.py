@@ -1,0 +1,36 @@
+"""Jumanji's own envs, made once per name and config: :func:`cached_make`.
+
+A Jumanji env is pure functions (its state travels apart), so the hub envs of one
+name and config share one env object and XLA compiles its functions once. The
+``jumanji/`` family (:mod:`~marlhub.adapters.jumanji.family`) makes its envs here,
+and a pickled :class:`~marlhub.adapters.jumanji.adapter.JumanjiHubEnv` makes its
+Jumanji env again here when it is unpickled.
+
+Example:
+    >>> env = cached_make("Cleaner-v0", (("time_limit", 5),))
+    >>> env is cached_make("Cleaner-v0", (("time_limit", 5),)), env.time_limit
+    (True, 5)
+    >>> env is cached_make("Cleaner-v0", ())  # another config, another env
+    False
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from marlhub.adapters.jumanji import import_jumanji
+
+__all__ = ["cached_make", "jumanji_module"]
+
+
+def jumanji_module() -> Any:
+    """Jumanji, imported for the ``jumanji/`` family."""
+    return import_jumanji("The jumanji/ env family")
+
+
+@functools.lru_cache(maxsize=64)
+def cached_make(name: str, config: tuple[tuple[str, Any], ...]) -> Any:
+    """``jumanji.make(name, **config)``, once per name and config: a Jumanji env is pure
+    functions (its state travels apart), so hub envs share it and its compiled code."""
+    return jumanji_module().make(name, **dict(config))
