@@ -191,7 +191,7 @@ def known_faults_of_entry_point(entry_point: Any) -> dict[str, str]:
 
     Example:
         >>> sorted(known_faults_of_entry_point("lbforaging.foraging:ForagingEnv"))
-        ['seed.reproducible', 'target.gymnasium']
+        ['seed.reproducible', 'target.gymnasium', 'target.gymnasium.tuple']
     """
     for family in (LbforagingFamily, RwareFamily):
         if family.entry_point == entry_point:
