@@ -25,6 +25,7 @@ import numpy as np
 
 from marlhub.episode.play import RandomEpisode
 from marlhub.rewards import add_reward
+from marlhub.spaces import find_action_mask
 
 __all__ = ["ROUND_TRIPS", "compare_round_trip"]
 
@@ -75,6 +76,12 @@ def _via_rllib(make_env: Callable[[], Any], seed: int) -> Any:
     return RLlibEnv(to_rllib(make_env(), carry_rewards=False))
 
 
+#: Targets whose every step is one step of the original (the others may split a step into
+#: turns): their round trip replays the original's action dicts one by one. At an
+#: OpenSpiel simultaneous node every player moves; one that does not act in the hub env
+#: has one legal action, PASS (0), which the env never sees (see ``to_openspiel``).
+_STEP_FOR_STEP = {"openspiel": 0}
+
 #: Target -> builder of the round trip env (None where no round trip is defined).
 ROUND_TRIPS: dict[str, Callable[[Callable[[], Any], int], Any]] = {
     "pettingzoo.aec": _via_aec,
@@ -121,7 +128,12 @@ def compare_round_trip(target: str, make_env: Callable[[], Any], *, seed: int = 
                 moved = action + shift[agent] if shift.get(agent) else action
                 queues.setdefault(name.get(agent, agent), deque()).append(moved)
         returns = {name.get(a, a): r for a, r in returns.items()}
-        problem = _replay(trip, queues, returns, episode_seed, max_steps * 10)
+        if target in _STEP_FOR_STEP:
+            steps = [{name.get(a, a): action + shift[a] if shift.get(a) else action
+                      for a, action in actions.items()} for actions in played.actions]
+            problem = _replay_steps(trip, steps, returns, episode_seed, _STEP_FOR_STEP[target])
+        else:
+            problem = _replay(trip, queues, returns, episode_seed, max_steps * 10)
         if problem:
             return f"round trip through {target}, episode seeded {episode_seed}: {problem}"
     return None
@@ -159,6 +171,44 @@ def _replay(env: Any, queues: dict[Any, deque], returns: dict[Any, float], seed:
     left = {a: len(q) for a, q in queues.items() if q}
     if left:
         return f"agents acted fewer times than in the original (actions left: {left})"
+    return _compare_returns(returns, got)
+
+
+def _replay_steps(env: Any, steps: list[dict[Any, Any]], returns: dict[Any, float], seed: int,
+                  pass_action: int) -> Optional[str]:
+    """Replay the original's action dicts one step each; an actor the original did not have
+    at that step must have ``pass_action`` as its only legal action, and gets it."""
+    got: dict[Any, float] = {}
+    over = False
+    obs, infos = env.reset(seed=seed)
+    for index, actions in enumerate(steps):
+        missing = [a for a in actions if a not in obs]
+        if missing:
+            return f"at step {index}, {missing[0]!r} acts in the original but not in the round trip"
+        joint = dict(actions)
+        for agent in obs:
+            if agent in actions:
+                continue
+            mask = find_action_mask(obs[agent], infos.get(agent))
+            if mask is None or np.flatnonzero(mask).tolist() != [pass_action]:
+                return (f"at step {index}, {agent!r} acts in the round trip but not in the "
+                        f"original, with legal actions other than only PASS ({pass_action})")
+            joint[agent] = pass_action
+        obs, rewards, terminateds, truncateds, infos = env.step(joint)
+        for agent, reward in rewards.items():
+            got[agent] = add_reward(got.get(agent, 0.0), reward)
+        over = terminateds.get("__all__") or truncateds.get("__all__")
+        if over and index < len(steps) - 1:
+            return f"the round trip ended after {index + 1} steps, the original after {len(steps)}"
+        if not over:
+            obs = {a: ob for a, ob in obs.items()
+                   if not (terminateds.get(a) or truncateds.get(a))}
+    if steps and not over:
+        return f"the round trip goes on after the original's {len(steps)} steps ended"
+    return _compare_returns(returns, got)
+
+
+def _compare_returns(returns: dict[Any, float], got: dict[Any, float]) -> Optional[str]:
     for agent in dict.fromkeys([*returns, *got]):
         a, b = returns.get(agent, 0.0), got.get(agent, 0.0)
         if not np.allclose(a, b, rtol=1e-9, atol=1e-9):  # numbers, or arrays of objectives

@@ -76,10 +76,40 @@ def test_a_lossy_round_trip_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_round_trips_keep_returns_and_action_counts() -> None:
     for env_id in ("rock_paper_scissors", "tic_tac_toe", "traffic", "openspiel/kuhn_poker"):
         for target in ("pettingzoo.aec", "openspiel"):
-            if env_id == "traffic" and target == "openspiel":
-                continue
             problem = roundtrip.compare_round_trip(target, lambda: marlhub.make(env_id), seed=3)
             assert problem is None, (env_id, target, problem)
+
+
+def test_an_openspiel_round_trip_lets_only_a_player_with_nothing_but_pass_sit_out(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # traffic's waiting cars PASS at OpenSpiel's simultaneous nodes (the test above); a player
+    # that shows up as an actor with real choices where the original had none is a failure.
+    class WaiterChooses:
+        """tic-tac-toe whose waiting player gets the mover's observation, choices and all."""
+
+        def __init__(self) -> None:
+            self.env = marlhub.make("tic_tac_toe")
+            self.possible_agents = self.env.possible_agents
+
+        def _both(self, obs: dict) -> dict:
+            (ob,) = obs.values() if len(obs) == 1 else (None,)
+            return obs if ob is None else {a: obs.get(a, ob) for a in self.possible_agents}
+
+        def reset(self, *, seed: Any = None) -> Any:
+            obs, infos = self.env.reset(seed=seed)
+            return self._both(obs), infos
+
+        def step(self, action_dict: dict) -> Any:
+            moves = {a: x for a, x in action_dict.items() if a in self.env.actors}
+            obs, rewards, terminateds, truncateds, infos = self.env.step(moves)
+            return self._both(obs), rewards, terminateds, truncateds, infos
+
+        def get_action_space(self, agent: Any) -> Any:
+            return self.env.get_action_space(agent)
+
+    monkeypatch.setitem(roundtrip.ROUND_TRIPS, "openspiel", lambda make, seed: WaiterChooses())
+    problem = roundtrip.compare_round_trip("openspiel", lambda: marlhub.make("tic_tac_toe"))
+    assert problem is not None and "acts in the round trip but not in the original" in problem
 
 
 def test_a_round_trip_through_openspiel_counts_actions_from_zero() -> None:
