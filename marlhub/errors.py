@@ -11,6 +11,7 @@ working in code that never heard of marlhub::
     ├── EntryPointError          (ImportError)  a ``marlhub.envs`` entry point that does not load
     ├── EnvContractError         (RuntimeError) an env broke a contract rule while being driven
     ├── ConfigError              (ValueError)   config keys or values an env does not accept
+    │   └── UncopyableEnvError                  an env that cannot be cloned made an OpenSpiel game
     ├── MissingDependencyError   (ImportError)  an optional backend is not installed
     ├── ProtocolError            (TypeError)    an object does not follow the MultiAgentEnv protocol
     ├── ActionError              (ValueError)   an action dict the env cannot accept
@@ -49,8 +50,8 @@ __all__ = [
     "EnvContractError", "EnvCreationError", "EnvRegistrationError", "EpisodeDroppedError",
     "ExternalEnvError", "ExternalTimeoutError", "MarlhubError", "MarlhubWarning",
     "MissingDependencyError", "NotParallelizableError", "ProtocolError", "RemoteEnvError",
-    "RemoteRequestError", "ResetNeededError", "TargetError", "UnknownEnvError",
-    "VectorEnvError", "VectorRewardError", "WorkerError", "closest",
+    "RemoteRequestError", "ResetNeededError", "TargetError", "UncopyableEnvError",
+    "UnknownEnvError", "VectorEnvError", "VectorRewardError", "WorkerError", "closest",
 ]
 
 
@@ -201,6 +202,41 @@ class ConfigError(MarlhubError, ValueError):
         elif not fix:
             fix = "This env takes no config keys; pass config=None."
         super().__init__(f"Bad config for {env_id!r}: {problem}. {fix}")
+
+
+class UncopyableEnvError(ConfigError):
+    """An env whose copy in the middle of an episode starts over, made into an OpenSpiel game.
+
+    A refusal by structure, as continuous actions are: OpenSpiel clones states
+    in every algorithm, and state kept outside Python (MAgent2's C engine, a
+    Box2D world) cannot be cloned. ``marlhub check --targets openspiel`` reports
+    it as ``refused``; any other :class:`ConfigError` is a failure. Raised by
+    :func:`~marlhub.adapters.openspiel.to_openspiel`.
+
+    Attributes:
+        env_id: the game's short name.
+        what: what the copy could not hold as it is (``"TypeError: cannot pickle
+            'SwigPyObject' object"``), or "" when nothing failed to pickle.
+        problem: why the env cannot become a game, without the fix.
+
+    Example:
+        >>> err = UncopyableEnvError("marlhub_lunar", "TypeError: cannot pickle 'X' object")
+        >>> isinstance(err, ConfigError), err.what
+        (True, "TypeError: cannot pickle 'X' object")
+        >>> str(err)[:80]
+        "Bad config for 'marlhub_lunar': a copy of the env in the middle of an episode st"
+    """
+
+    def __init__(self, env_id: str, what: str = "") -> None:
+        self.what = what
+        where = f" ({what})" if what else ""
+        self.problem = (f"a copy of the env in the middle of an episode starts over{where}, and "
+                        "OpenSpiel clones states in every algorithm (random_sim_test, MCTS, CFR)")
+        super().__init__(
+            env_id, self.problem,
+            fix="Only envs whose whole state can be copied in memory become OpenSpiel games; "
+                "state kept outside Python (a C engine's world, a ctypes pointer) cannot be.",
+        )
 
 
 class MissingDependencyError(MarlhubError, ImportError):

@@ -13,10 +13,13 @@ episodes must hold every reward the hub env paid
 and requires every agent's return and action count to be unchanged
 (:mod:`~marlhub.conformance.roundtrip`).
 
-A target is ``refused`` up front, with the reason, only where the conversion is
-impossible by structure (a turn-based env to the parallel API; continuous
-actions to OpenSpiel; vector rewards to OpenSpiel or Gymnasium, which need one
-number); ``skipped`` when its library is not installed (the
+A target is ``refused``, with the reason, only where the conversion is
+impossible by structure: up front (a turn-based env to the parallel API;
+continuous actions to OpenSpiel; vector rewards to OpenSpiel or Gymnasium, which
+need one number), or where the converter says so with a dedicated error (an env
+whose state lives outside Python, a C engine's or Box2D's world, which OpenSpiel
+cannot clone: :class:`~marlhub.errors.UncopyableEnvError`);
+``skipped`` when its library is not installed (the
 reason names the extra); ``known-fault`` when the failure is a fault of a
 native library that reproduces without marlhub (a family's ``known_faults``
 keyed ``target.<api>``, or a checker's own limitation listed here); else
@@ -45,7 +48,7 @@ from marlhub.backends import import_backend
 from marlhub.conformance.profile import EnvProfile
 from marlhub.conformance.rllib_sampler import compare_rllib_sampler
 from marlhub.conformance.roundtrip import compare_round_trip
-from marlhub.errors import ConfigError, MissingDependencyError
+from marlhub.errors import ConfigError, MissingDependencyError, UncopyableEnvError
 
 __all__ = ["TARGET_NAMES", "TargetResult", "check_targets", "parse_targets"]
 
@@ -136,6 +139,9 @@ def _one(target: str, make_env: Callable[[], Any], profile: EnvProfile,
             warnings.simplefilter("ignore")  # the checkers' advice is not their verdict
             mismatch = (_CHECKERS[target](make_env, profile, seed)
                         or compare_round_trip(target, make_env, seed=seed))
+    except UncopyableEnvError as exc:  # to_openspiel's refusal: no bug, the state is not Python's
+        return TargetResult(target, "refused", f"state that does not copy: {exc.problem}",
+                            time.perf_counter() - start)
     except MissingDependencyError as exc:
         return TargetResult(target, "skipped", f"needs pip install 'marlhub[{exc.extra}]'",
                             time.perf_counter() - start)

@@ -47,6 +47,42 @@ def test_structural_refusals_say_why() -> None:
     assert continuous.status == "refused" and "integer actions" in continuous.reason
 
 
+class ForgetsWhenCopied(RockPaperScissors):
+    """Deep-copies as a new, never reset env, as an env whose world lives in C does."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "ForgetsWhenCopied":
+        return type(self)()
+
+
+def test_an_env_openspiel_cannot_clone_is_refused_and_other_config_errors_fail(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """to_openspiel's UncopyableEnvError is a refusal by structure; any other ConfigError of
+    the conversion is a failure still."""
+    refused = check_targets(ForgetsWhenCopied, ["openspiel"])[0]
+    assert refused.status == "refused"
+    assert refused.reason.startswith("state that does not copy: a copy of the env in the middle "
+                                     "of an episode starts over, and OpenSpiel clones states")
+    import marlhub.adapters.openspiel as openspiel
+
+    def buggy(*args: Any, **kwargs: Any) -> Any:
+        raise ConfigError("marlhub_buggy", "a bug in the conversion")
+
+    monkeypatch.setattr(openspiel, "to_openspiel", buggy)
+    failed = check_targets(RockPaperScissors, ["openspiel"])[0]
+    assert failed.status == "fail" and "a bug in the conversion" in failed.reason
+
+
+def test_lunar_lander_is_refused_by_openspiel_naming_what_would_not_copy() -> None:
+    """Box2D keeps the world in C++ (SWIG pointers), which pickle refuses."""
+    with warnings.catch_warnings():  # SWIG's types announce they lack __module__ on import
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pytest.importorskip("Box2D")
+    report = check("gymnasium/LunarLander-v3", episodes=1, max_steps=5, interop=["openspiel"])
+    conversion = report.conversions[0]
+    assert report.ok and conversion.status == "refused", conversion
+    assert "(TypeError: cannot pickle 'SwigPyObject' object)" in conversion.reason
+
+
 class LyingSpaces(RockPaperScissors):
     """Says its observations are Discrete(2) but sends values up to 3: PettingZoo notices."""
 

@@ -176,8 +176,9 @@ def to_openspiel(
         The loaded ``pyspiel.Game``.
 
     Raises:
-        ConfigError: an action space that is not Discrete, an env whose copies in an
-            episode start over (OpenSpiel clones states), or a bad option.
+        ConfigError: an action space that is not Discrete, or a bad option.
+        UncopyableEnvError: (a ConfigError) an env whose copies in an episode start
+            over (OpenSpiel clones states): state kept outside Python.
         EnvRegistrationError: ``short_name`` belongs to another OpenSpiel game.
         VectorRewardError: the env pays vector rewards (OpenSpiel's returns are one
             number per player); scalarize them first (``ScalarizeRewards``).

@@ -17,7 +17,8 @@ fast:
   classes, functions and whatever the caller shares kept by reference, as
   ``copy.deepcopy`` keeps them, and objects that define ``__deepcopy__``
   (numpy arrays, ``OpenSpielEnv``) copied by it. What an env only draws with
-  (pygame's fonts and surfaces, which neither pickle nor copy) is shared too.
+  (pygame's fonts and surfaces, which neither pickle nor copy) is shared too;
+  pygame's sprites, groups and rects, which hold game state, are copied.
 
 Shared references survive (one copy per object), as with ``copy.deepcopy``;
 anything the pickler refuses falls back to ``copy.deepcopy``.
@@ -50,7 +51,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from marlhub.episode.play import RandomEpisode, action_space_getter, random_actions
-from marlhub.errors import ConfigError, ResetNeededError
+from marlhub.errors import ResetNeededError, UncopyableEnvError
 from marlhub.spaces import ActionSampler
 
 __all__ = ["require_copies", "snapshot"]
@@ -61,6 +62,9 @@ _NEWOBJ: Any = getattr(copyreg, "__newobj__")
 #: What ``copy.deepcopy`` shares instead of copying (its "atomic" types); so does snapshot.
 _BY_REFERENCE = (type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType,
                  types.CodeType, weakref.ref, property, range)
+
+#: ``Py_TPFLAGS_HEAPTYPE``: set on every class written in Python, not on C static types.
+_HEAPTYPE = 1 << 9
 
 
 def snapshot(value: Any, shared: Iterable[Any] = ()) -> Any:
@@ -110,7 +114,7 @@ def require_copies(name: str, env: Any, seed: int) -> None:
     copies it and steps the copy once with random legal actions.
 
     Raises:
-        ConfigError: the copy does not go on.
+        UncopyableEnvError: the copy does not go on.
     """
     first = next(iter(RandomEpisode(env, seed, max_steps=0)))
     if first.over:
@@ -125,13 +129,8 @@ def require_copies(name: str, env: Any, seed: int) -> None:
             _Pickler(io.BytesIO(), {}).dump(env)
             what = ""
         except Exception as refusal:  # what the copy could not hold as it is
-            what = f" ({type(refusal).__name__}: {refusal})"
-        raise ConfigError(
-            name, f"a copy of the env in the middle of an episode starts over{what}, and "
-            "OpenSpiel clones states in every algorithm (random_sim_test, MCTS, CFR)",
-            fix="Only envs whose whole state can be copied in memory become OpenSpiel games; "
-                "state kept outside Python (a C engine's world, a ctypes pointer) cannot be.",
-        ) from exc
+            what = f"{type(refusal).__name__}: {refusal}"
+        raise UncopyableEnvError(name, what) from exc
 
 
 def _kept(index: int) -> Any:  # pragma: no cover - _Unpickler.find_class replaces it
@@ -180,13 +179,24 @@ def _is_plain(cls: type) -> bool:
 
 
 def _renders_only(cls: type) -> bool:
-    """Whether ``cls`` is pygame's (a font, a surface, a window): what an env only draws with.
+    """Whether ``cls`` is one of pygame's C types that do not pickle: what an env draws with.
 
-    Such objects neither pickle nor deep-copy (MPE2's envs hold a ``Font`` from
-    construction), and a copy of an episode has no use for a copy of them: the
-    copy shares them, as a copy shares classes.
+    A ``Surface``, a ``Font``, a ``Clock`` neither pickle nor deep-copy (MPE2's
+    envs hold a ``Font`` from construction), and a copy of an episode has no use
+    for a copy of them: the copy shares them, as a copy shares classes. The rest
+    of pygame is game state and is copied like anything else: the sprites and
+    groups of ``pygame.sprite`` (classes written in Python; Knights-Archers-Zombies
+    keeps its players, zombies and arrows in them) and the C types that pickle
+    (``Rect``, ``Color``, ``Vector2``). Shared, they would let a clone move the
+    original's sprites.
     """
-    return cls.__module__.partition(".")[0] == "pygame"
+    module = getattr(cls, "__module__", None) or ""  # SWIG's SwigPyObject has none
+    if module.partition(".")[0] != "pygame" or cls.__flags__ & _HEAPTYPE:
+        return False
+    pickles = (cls in copyreg.dispatch_table
+               or getattr(cls, "__reduce_ex__", None) is not object.__reduce_ex__
+               or getattr(cls, "__reduce__", None) is not object.__reduce__)
+    return not pickles
 
 
 def _route(cls: type) -> int:

@@ -167,14 +167,6 @@ class MAgent2Family(PackageFamily):
     modules = "magent2.environments"
     extra = "magent2"
     env_label = "MAgent2"
-    package_faults = {
-        "target.openspiel": (
-            "MAgent2 0.3.4 keeps the world in its C engine (ctypes pointers), which cannot be "
-            "copied, and copy.deepcopy of an env mid-episode is a new env back at its start "
-            "(gymnasium's EzPickle), so OpenSpiel cannot clone a state; reproduce: "
-            "env.reset(seed=0); env.step(...); copy.deepcopy(env)"),
-    }
-
     def open_keys(self, function: Any) -> Optional[list[str]]:
         """The reward settings ``**reward_args`` takes: the env module's ``default_reward_args``."""
         module = inspect.getmodule(function)
