@@ -99,6 +99,88 @@ def run_raw(game_name: str, steps: int, seed: int) -> float:
     return done / (time.process_time() - start)
 
 
+def hand_made_runner(final_observations: bool) -> Callable[[str, int, int], float]:
+    """The ceiling: a plain pyspiel loop that builds the hub's dicts itself, no class, no checks.
+
+    What ``from_openspiel`` returns, built inline with the cheapest calls pyspiel and
+    numpy offer (the observer's buffer, the mask over a bytearray): a ``{"observation",
+    "action_mask"}`` dict per actor, per-step rewards from ``returns()``, the done dicts,
+    and at the end every player's final observation (the contract's ``done.final_obs``,
+    which RLlib's sampler needs), unless ``final_observations`` is False.
+    """
+
+    def run(game_name: str, steps: int, seed: int) -> float:
+        game = pyspiel.load_game(game_name)
+        n = game.num_players()
+        ids = [f"player_{p}" for p in range(n)]
+        observation = pyspiel._Observation(game, game.make_observer({}))
+        buffer, set_from = np.frombuffer(observation, np.float32), observation.set_from
+        zero = np.zeros(game.num_distinct_actions(), np.int8)
+        no_rewards = dict.fromkeys(ids, 0.0)
+        ended = {**dict.fromkeys(ids, True), "__all__": True}
+        going_on = {**dict.fromkeys(ids, False), "__all__": False}
+        rng = np.random.default_rng(seed)
+        done = 0
+
+        def observe(state: Any) -> dict[str, Any]:
+            current = state.current_player()
+            obs = {}
+            for p in (range(n) if current < 0 else (current,)):
+                legal = state.legal_actions_mask(p)
+                if 1 in legal:
+                    set_from(state, p)
+                    obs[ids[p]] = {"observation": buffer.copy(),
+                                   "action_mask": np.frombuffer(bytearray(legal), np.int8)}
+            return obs
+
+        def resolve_chance(state: Any) -> None:
+            while state.is_chance_node():
+                u, total = rng.random(), 0.0
+                for action, prob in state.chance_outcomes():
+                    total += prob
+                    if u < total:
+                        break
+                state.apply_action(action)
+
+        def step(state: Any, actions: dict[str, int], reported: list[float]) -> tuple[Any, ...]:
+            """What env.step returns, from the state after the actions."""
+            if len(actions) == 1 and not state.is_simultaneous_node():
+                state.apply_action(actions[ids[state.current_player()]])
+            else:
+                state.apply_actions([actions.get(agent, 0) for agent in ids])
+            resolve_chance(state)
+            returns = state.returns()
+            if returns == reported:
+                rewards = no_rewards.copy()
+            else:
+                rewards = {ids[p]: r - reported[p] for p, r in enumerate(returns)}
+                reported[:] = returns
+            if not state.is_terminal():
+                return observe(state), rewards, {"__all__": False}, {"__all__": False}, {}
+            obs = {}
+            if final_observations:
+                for p in range(n):
+                    set_from(state, p)
+                    obs[ids[p]] = {"observation": buffer.copy(), "action_mask": zero.copy()}
+            return obs, rewards, ended.copy(), going_on.copy(), {}
+
+        start = time.process_time()
+        while done < steps:
+            state = game.new_initial_state()
+            reported = [0.0] * n
+            resolve_chance(state)
+            obs = observe(state)
+            while True:
+                actions = {agent: pick(rng, ob["action_mask"]) for agent, ob in obs.items()}
+                done += len(actions)
+                obs, _, terminateds, truncateds, _ = step(state, actions, reported)
+                if terminateds["__all__"] or truncateds["__all__"]:
+                    break
+        return done / (time.process_time() - start)
+
+    return run
+
+
 def run_marlhub(game_name: str, steps: int, seed: int) -> float:
     """Agent-steps per second of from_openspiel."""
     env = from_openspiel(game_name)
@@ -175,6 +257,8 @@ def shimmy_runner() -> Optional[Callable[[str, int, int], float]]:
 
 CONTENDER_NAMES = {
     "raw": "native (raw pyspiel loop)",
+    "by_hand": "the hub's dicts by hand (the ceiling)",
+    "by_hand_no_final": "the hub's dicts by hand, no final observations",
     "marlhub": "marlhub from_openspiel",
     "rllib": "rllib OpenSpielEnv",
     "shimmy": "shimmy OpenSpielCompatibilityV0",
@@ -232,7 +316,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
 
     contestants: dict[str, Callable[[str, int, int], float]] = {
-        "raw": run_raw, "marlhub": run_marlhub,
+        "raw": run_raw, "by_hand": hand_made_runner(True),
+        "by_hand_no_final": hand_made_runner(False), "marlhub": run_marlhub,
     }
     missing = []
     for name, factory in (("rllib", rllib_runner), ("shimmy", shimmy_runner)):

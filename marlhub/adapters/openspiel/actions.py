@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
@@ -19,7 +19,8 @@ import numpy as np
 from marlhub.adapters.openspiel.games import game_string
 from marlhub.core import COMMON, MultiAgentDict, StepResult
 from marlhub.episode.actions import check_action, check_keys
-from marlhub.errors import ActionError, ConfigError, EnvContractError
+from marlhub.episode.status import EPISODE_OVER, NOT_RESET
+from marlhub.errors import ActionError, ConfigError, EnvContractError, ResetNeededError
 
 __all__ = ["ILLEGAL_ACTION_MODES", "ActionChecks", "check_options", "make_ids"]
 
@@ -75,8 +76,9 @@ class ActionChecks:
     """Legal-action masks, validation of action dicts and the illegal-action modes.
 
     The mixin of :class:`OpenSpielEnv`; relies on its ``_ids``, ``_player_of``,
-    ``_actors``, ``_masks``, ``_zero_mask``, ``_state``, ``num_actions``,
-    ``illegal_action``, ``illegal_reward``, ``np_random``, ``actors`` and ``_observe_all``.
+    ``_actors``, ``_masks``, ``_over``, ``_simultaneous_node``, ``_zero_mask``, ``_state``,
+    ``num_actions``, ``num_players``, ``illegal_action``, ``illegal_reward``,
+    ``np_random``, ``actors``, ``_observe_all`` and ``_after_actions``.
     """
 
     _ids: list[Any]
@@ -86,7 +88,10 @@ class ActionChecks:
     _zero_mask: np.ndarray
     _state: Any
     _steps: int
+    _over: bool
+    _simultaneous_node: bool
     num_actions: int
+    num_players: int
     illegal_action: str
     illegal_reward: float
     np_random: np.random.Generator
@@ -100,6 +105,9 @@ class ActionChecks:
         def actors(self) -> list[Any]: ...
 
     def _observe_all(self, infos: MultiAgentDict) -> MultiAgentDict:
+        raise NotImplementedError
+
+    def _after_actions(self, offenders: Optional[dict[int, int]]) -> StepResult:
         raise NotImplementedError
 
     def _flags(self, value: bool) -> dict[Any, bool]:
@@ -137,6 +145,48 @@ class ActionChecks:
         return mask
 
     # -- actions -------------------------------------------------------------------
+
+    def _step_checked(self, action_dict: MultiAgentDict) -> StepResult:
+        """:meth:`step` for every other case: checks the dict, then applies it."""
+        if self._over:
+            raise ResetNeededError(type(self).__name__,
+                                   NOT_RESET if self._state is None else EPISODE_OVER)
+        actors = self._actors
+        state = self._state
+        if len(actors) == 1 and type(action_dict) is dict and len(action_dict) == 1:
+            # The fast path: one actor, one action.
+            player = actors[0]
+            aid = self._ids[player]
+            if aid not in action_dict:
+                self._check_keys(action_dict)
+            action = action_dict[aid]
+            if type(action) is not int or not 0 <= action < self.num_actions:
+                action = self._as_action(aid, action)
+            if self._masks[player][action]:
+                if self._simultaneous_node:
+                    state.apply_actions([action if p == player else 0
+                                         for p in range(self.num_players)])
+                else:
+                    state.apply_action(action)
+                return self._after_actions(None)
+            chosen, offenders = self._handle_illegal({player: action})
+        else:
+            if (not isinstance(action_dict, Mapping) or len(action_dict) != len(actors)
+                    or any(self._ids[p] not in action_dict for p in actors)):
+                self._check_keys(action_dict)  # raises: not exactly the actors' keys
+            chosen = self._as_actions(action_dict)
+            masks = self._masks
+            illegal = {p: a for p, a in chosen.items() if not masks[p][a]}
+            offenders = None
+            if illegal:
+                chosen, offenders = self._handle_illegal(chosen, illegal)
+        if chosen is None:  # terminate on an illegal action
+            return self._terminate_illegal(offenders or {})
+        if not self._simultaneous_node:
+            state.apply_action(chosen[actors[0]])
+        else:
+            state.apply_actions([chosen.get(p, 0) for p in range(self.num_players)])
+        return self._after_actions(offenders)
 
     def _check_keys(self, action_dict: Any) -> None:
         check_keys(game_string(self.game), action_dict, actors=self.actors,

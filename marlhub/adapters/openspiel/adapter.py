@@ -35,8 +35,7 @@ from marlhub.core import (
     ResetResult,
     StepResult,
 )
-from marlhub.episode.status import EPISODE_OVER, NOT_RESET
-from marlhub.errors import EnvContractError, ResetNeededError
+from marlhub.errors import EnvContractError
 
 __all__ = ["ILLEGAL_ACTION_MODES", "OpenSpielEnv"]
 
@@ -110,6 +109,10 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         ([1], {0: 0.0, 1: 0.0}, False)
     """
 
+    #: ``(player, agent id, mask)`` of the one player to move at a sequential node, which
+    #: :meth:`step`'s fast path reads; None elsewhere (and in pickles made before it).
+    _turn: Optional[tuple[int, Any, np.ndarray]] = None
+
     def __init__(
         self,
         env: Any,
@@ -166,10 +169,11 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         self._observation_option = self.observer.option  # rebuilds the same observer
         # C++ games keep their legal actions within num_distinct_actions(); Python
         # games are checked.
-        if hasattr(self.game, "make_py_observer"):
-            self._mask = self._turn_mask = self._checked_mask
-        else:
+        self._native_masks = not hasattr(self.game, "make_py_observer")
+        if self._native_masks:
             self._mask, self._turn_mask = self._native_mask, self._native_turn_mask
+        else:
+            self._mask = self._turn_mask = self._checked_mask
 
     def _build_spaces(self) -> None:
         self._action_space = gym.spaces.Discrete(self.num_actions)
@@ -233,6 +237,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         self._reported = [0.0] * self.num_players
         self._steps = 0
         self._over = False
+        self._turn = None  # set by _observe_actors below
         if self._np_random is None:
             self.np_random  # made at the first reset, unseeded, so that copies share its draws
         current = state.current_player()
@@ -260,45 +265,14 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
                 or (with ``illegal_action="raise"``) a masked-out action; the state
                 is left as it was.
         """
-        if self._over:
-            raise ResetNeededError(type(self).__name__,
-                                   NOT_RESET if self._state is None else EPISODE_OVER)
-        actors = self._actors
-        state = self._state
-        if len(actors) == 1 and type(action_dict) is dict and len(action_dict) == 1:
-            # The fast path: one actor, one action.
-            player = actors[0]
-            aid = self._ids[player]
-            if aid not in action_dict:
-                self._check_keys(action_dict)
-            action = action_dict[aid]
-            if type(action) is not int or not 0 <= action < self.num_actions:
-                action = self._as_action(aid, action)
-            if self._masks[player][action]:
-                if self._simultaneous_node:
-                    state.apply_actions([action if p == player else 0
-                                         for p in range(self.num_players)])
-                else:
-                    state.apply_action(action)
+        turn = self._turn
+        if turn is not None and type(action_dict) is dict and len(action_dict) == 1:
+            # The fast path of a turn-based game: a plain legal int for the one player to move.
+            action = action_dict.get(turn[1])
+            if type(action) is int and 0 <= action < self.num_actions and turn[2][action]:
+                self._state.apply_action(action)
                 return self._after_actions(None)
-            chosen, offenders = self._handle_illegal({player: action})
-        else:
-            if (not isinstance(action_dict, Mapping) or len(action_dict) != len(actors)
-                    or any(self._ids[p] not in action_dict for p in actors)):
-                self._check_keys(action_dict)  # raises: not exactly the actors' keys
-            chosen = self._as_actions(action_dict)
-            masks = self._masks
-            illegal = {p: a for p, a in chosen.items() if not masks[p][a]}
-            offenders = None
-            if illegal:
-                chosen, offenders = self._handle_illegal(chosen, illegal)
-        if chosen is None:  # terminate on an illegal action
-            return self._terminate_illegal(offenders or {})
-        if not self._simultaneous_node:
-            state.apply_action(chosen[actors[0]])
-        else:
-            state.apply_actions([chosen.get(p, 0) for p in range(self.num_players)])
-        return self._after_actions(offenders)
+        return self._step_checked(action_dict)
 
     def _after_actions(self, offenders: Optional[dict[int, int]]) -> StepResult:
         """Resolve chance, count the step, and build the step's five dicts."""
@@ -308,38 +282,55 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
             self._resolve_chance()
             current = state.current_player()
         self._steps += 1
+        truncated = self.max_steps is not None and self._steps >= self.max_steps
         returns = state.returns()
+        infos: dict[Any, Any]
+        if type(returns) is list and returns == self._reported and not offenders:
+            rewards, infos = self._zero_rewards.copy(), {}  # the usual step: no reward
+        else:
+            rewards, infos = self._rewards(returns, offenders)
+        if current == _TERMINAL or truncated:
+            obs = self._observe_all(infos)
+            terminated = current == _TERMINAL
+            return obs, rewards, self._flags(terminated), self._flags(not terminated), infos
+        if current < 0 or not self._native_masks:  # a simultaneous node, or a Python game
+            obs, actor_infos = self._observe_actors(current)
+            actor_infos.update(infos)
+            return obs, rewards, {ALL: False}, {ALL: False}, actor_infos
+        # The usual next turn, inline (the hot path of every turn-based game): one player
+        # to move in a C++ game, which OpenSpiel guarantees a legal action. A writable int8
+        # array over a bytearray: cheaper than np.array(list, np.int8).
+        mask = np.frombuffer(bytearray(state.legal_actions_mask(current)), np.int8)
+        aid = self._ids[current]
+        self._actors = (current,)
+        self._masks = {current: mask}
+        self._turn = (current, aid, mask)
+        self._simultaneous_node = False
+        if self.mask_in_obs:
+            obs = {aid: {"observation": self._read(state, current), "action_mask": mask}}
+        else:
+            obs = {aid: self._read(state, current)}
+            infos[aid] = {"action_mask": mask}
+        return obs, rewards, {ALL: False}, {ALL: False}, infos
+
+    def _rewards(self, returns: Any, offenders: Optional[dict[int, int]]
+                 ) -> tuple[MultiAgentDict, MultiAgentDict]:
+        """The step's rewards (the change in ``returns``, and penalties) and common infos."""
         if type(returns) is not list:  # Python games may return arrays
             returns = [float(r) for r in returns]
         reported = self._reported
-        if returns == reported:  # the usual step: no reward for anyone
-            rewards = self._zero_rewards.copy()
-        else:
-            rewards = {}
-            ids = self._ids
-            for p, value in enumerate(returns):
-                # Report what makes the consumer's running sum equal the returns.
-                delta = value - reported[p]
-                reported[p] += delta
-                rewards[ids[p]] = delta
-        infos: dict[Any, Any]
-        if offenders:
-            ids = self._ids
-            for p in offenders:
-                rewards[ids[p]] += self.illegal_reward
-            infos = {COMMON: {"illegal_actions": {ids[p]: a for p, a in offenders.items()}}}
-        else:
-            infos = {}
-        if current == _TERMINAL:
-            obs = self._observe_all(infos)
-            return obs, rewards, self._flags(True), self._flags(False), infos
-        if self.max_steps is not None and self._steps >= self.max_steps:
-            obs = self._observe_all(infos)
-            return obs, rewards, self._flags(False), self._flags(True), infos
-        obs, actor_infos = self._observe_actors(current)
-        if infos:
-            actor_infos.update(infos)
-        return obs, rewards, {ALL: False}, {ALL: False}, actor_infos
+        ids = self._ids
+        rewards = {}
+        for p, value in enumerate(returns):
+            # Report what makes the consumer's running sum equal the returns.
+            delta = value - reported[p]
+            reported[p] += delta
+            rewards[ids[p]] = delta
+        if not offenders:
+            return rewards, {}
+        for p in offenders:
+            rewards[ids[p]] += self.illegal_reward
+        return rewards, {COMMON: {"illegal_actions": {ids[p]: a for p, a in offenders.items()}}}
 
     def _flags(self, value: bool) -> dict[Any, bool]:
         return self._done_flags[value].copy()
@@ -367,10 +358,11 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
             # The usual case, kept short: one player to move.
             mask = self._turn_mask(current)
             if mask is not None:
+                aid = self._ids[current]
                 self._actors = (current,)
                 self._masks = {current: mask}
+                self._turn = (current, aid, mask)
                 self._simultaneous_node = False
-                aid = self._ids[current]
                 if self.mask_in_obs:
                     ob = {"observation": self._read(state, current), "action_mask": mask}
                     return {aid: ob}, {}
@@ -394,6 +386,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
             )
         self._actors = players
         self._masks = masks
+        self._turn = None
         self._simultaneous_node = current == _SIMULTANEOUS
         obs: MultiAgentDict = {}
         infos: MultiAgentDict = {}
@@ -411,11 +404,16 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         """Final observations of every player; the episode is over after this."""
         self._over = True
         self._actors = ()
+        self._turn = None
         self.agents = []
         state = self._state
         obs: MultiAgentDict = {}
-        terminal = state.is_terminal()
         read, zero = self._read, self._zero_mask
+        if state.is_terminal() and self.mask_in_obs:  # the usual end, kept short
+            for p, aid in enumerate(self._ids):
+                obs[aid] = {"observation": read(state, p), "action_mask": zero.copy()}
+            return obs
+        terminal = state.is_terminal()
         for p, aid in enumerate(self._ids):
             # The state's legal actions: none at a terminal state, the real ones when
             # truncated (the observation describes the state, not the episode's end).
@@ -439,6 +437,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         """Drop the state."""
         self._state = None
         self._over = True
+        self._turn = None
 
     def get_observation_space(self, agent_id: Any) -> gym.Space:
         """Return the observation space (the same object for every agent)."""
