@@ -171,10 +171,9 @@ class ActionChecks:
                 return self._after_actions(None)
             chosen, offenders = self._handle_illegal({player: action})
         else:
-            if (not isinstance(action_dict, Mapping) or len(action_dict) != len(actors)
-                    or any(self._ids[p] not in action_dict for p in actors)):
+            if not isinstance(action_dict, Mapping) or len(action_dict) != len(actors):
                 self._check_keys(action_dict)  # raises: not exactly the actors' keys
-            chosen = self._as_actions(action_dict)
+            chosen = self._as_actions(action_dict)  # raises for a missing actor too
             masks = self._masks
             illegal = {p: a for p, a in chosen.items() if not masks[p][a]}
             offenders = None
@@ -198,11 +197,13 @@ class ActionChecks:
         return int(action)
 
     def _as_actions(self, action_dict: Any) -> dict[int, int]:
-        """Each actor's action as a plain int in the action space (the keys checked before)."""
+        """Each actor's action as a plain int in the action space (as many keys as actors)."""
         n = self.num_actions
         chosen = {}
         for p in self._actors:
             aid = self._ids[p]
+            if aid not in action_dict:
+                self._check_keys(action_dict)  # raises: an actor is missing
             action = action_dict[aid]
             # A plain int in range is what check_action hands back: skip its look-ups.
             if type(action) is not int or not 0 <= action < n:
