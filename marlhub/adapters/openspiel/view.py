@@ -98,6 +98,7 @@ class _Probe:
         self.max_actors = 1
         self.intermediate_rewards = False
         self.zero_sum = True
+        paid = False  # evidence: an episode where some agent's return was not 0
         self.longest = 0
         env = make()
         for episode in range(episodes):
@@ -112,6 +113,10 @@ class _Probe:
                     self.longest = max(self.longest, step.index)
             if abs(sum(totals.values())) > 1e-9:
                 self.zero_sum = False
+            paid = paid or any(abs(total) > 1e-9 for total in totals.values())
+        # Episodes where nobody was paid (sparse rewards) say nothing about the sum: a game
+        # is zero-sum only where returns were paid and summed to 0 every time.
+        self.zero_sum = self.zero_sum and paid
         close = getattr(env, "close", None)
         if callable(close):
             close()
@@ -160,7 +165,8 @@ def to_openspiel(
         reward_model: ``"rewards"``, ``"terminal"`` (what ``open_spiel``'s MCTS
             requires; ``returns()`` still sums every reward), or ``"auto"``:
             terminal unless a probe episode rewards before its last step.
-        zero_sum: declare the game zero-sum; None: when the probe's returns sum to 0.
+        zero_sum: declare the game zero-sum; None: when the probe's returns sum to 0
+            (and some agent's return was not 0: episodes that pay nobody say nothing).
         utility_range: ``(min_utility, max_utility)`` of the GameInfo.
         max_game_length: the GameInfo's bound; default the env's ``max_steps``
             when it is an int (the length the source declares: a built-in env's

@@ -138,6 +138,21 @@ def test_agents_that_come_and_go_keep_their_rewards() -> None:
     assert env.possible_agents == Traffic().possible_agents  # the original ids come back
 
 
+def test_probe_episodes_that_pay_nobody_do_not_make_a_game_zero_sum() -> None:
+    # Sparse rewards (Jumanji's LBF, a scalarized item gathering) often pay nobody in a few
+    # random episodes; a sum of 0 there is no evidence, and a zero-sum claim a later
+    # episode breaks fails OpenSpiel's own checks.
+    class PaysNobodyYet(RockPaperScissors):
+        def step(self, action_dict: Any) -> Any:
+            obs, rewards, terminateds, truncateds, infos = super().step(action_dict)
+            return obs, dict.fromkeys(rewards, 0.0), terminateds, truncateds, infos
+
+    game = to_openspiel(PaysNobodyYet, short_name="t_pays_nobody")
+    assert game.get_type().utility == pyspiel.GameType.Utility.GENERAL_SUM
+    paid = to_openspiel(RockPaperScissors, short_name="t_rps_paid")
+    assert paid.get_type().utility == pyspiel.GameType.Utility.ZERO_SUM
+
+
 def test_round_trip_the_other_way_hands_back_the_game() -> None:
     game = pyspiel.load_game("leduc_poker")
     assert to_openspiel(from_openspiel(game)) is game
