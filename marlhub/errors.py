@@ -177,10 +177,8 @@ class EnvContractError(MarlhubError, RuntimeError):
     def __init__(self, env_name: str, rule: str, problem: str) -> None:
         self.env_name = env_name
         self.rule = rule
-        super().__init__(
-            f"{env_name} broke the contract rule {rule!r}: {problem}. "
-            "Run `marlhub check` on it for a full report."
-        )
+        super().__init__(f"{env_name} broke the contract rule {rule!r}: {problem}. "
+                         "Run `marlhub check` on it for a full report.")
 
 
 class ConfigError(MarlhubError, ValueError):
@@ -205,38 +203,18 @@ class ConfigError(MarlhubError, ValueError):
 
 
 class UncopyableEnvError(ConfigError):
-    """An env whose copy in the middle of an episode starts over, made into an OpenSpiel game.
-
-    A refusal by structure, as continuous actions are: OpenSpiel clones states
-    in every algorithm, and state kept outside Python (MAgent2's C engine, a
-    Box2D world) cannot be cloned. ``marlhub check --targets openspiel`` reports
-    it as ``refused``; any other :class:`ConfigError` is a failure. Raised by
-    :func:`~marlhub.adapters.openspiel.to_openspiel`.
-
-    Attributes:
-        env_id: the game's short name.
-        what: what the copy could not hold as it is (``"TypeError: cannot pickle
-            'SwigPyObject' object"``), or "" when nothing failed to pickle.
-        problem: why the env cannot become a game, without the fix.
-
-    Example:
-        >>> err = UncopyableEnvError("marlhub_lunar", "TypeError: cannot pickle 'X' object")
-        >>> isinstance(err, ConfigError), err.what
-        (True, "TypeError: cannot pickle 'X' object")
-        >>> str(err)[:80]
-        "Bad config for 'marlhub_lunar': a copy of the env in the middle of an episode st"
-    """
+    """An env made an OpenSpiel game whose copy mid-episode starts over (state outside Python:
+    MAgent2's C engine, a Box2D world), which every OpenSpiel algorithm clones: a refusal by
+    structure (``refused`` in ``--targets openspiel``). ``what`` did not pickle (or "")."""
 
     def __init__(self, env_id: str, what: str = "") -> None:
         self.what = what
-        where = f" ({what})" if what else ""
-        self.problem = (f"a copy of the env in the middle of an episode starts over{where}, and "
-                        "OpenSpiel clones states in every algorithm (random_sim_test, MCTS, CFR)")
-        super().__init__(
-            env_id, self.problem,
-            fix="Only envs whose whole state can be copied in memory become OpenSpiel games; "
-                "state kept outside Python (a C engine's world, a ctypes pointer) cannot be.",
-        )
+        self.problem = ("a copy of the env in the middle of an episode starts over"
+                        + (f" ({what})" if what else "") + ", and OpenSpiel clones states in "
+                        "every algorithm (random_sim_test, MCTS, CFR)")
+        super().__init__(env_id, self.problem, fix="Only envs whose whole state can be copied "
+                         "in memory become OpenSpiel games; state kept outside Python (a C "
+                         "engine's world, a ctypes pointer) cannot be.")
 
 
 class MissingDependencyError(MarlhubError, ImportError):
@@ -269,10 +247,9 @@ class ProtocolError(MarlhubError, TypeError):
         self.missing = list(missing)
         fix = fix or ("Subclass marlhub.MultiAgentEnv, or convert it first with "
                       "marlhub.convert(obj, to='marlhub').")
-        super().__init__(
-            f"Expected {expected}, got {type(obj).__module__}.{type(obj).__qualname__} "
-            f"which lacks {_quote_list(self.missing)}. {fix}"
-        )
+        got = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        super().__init__(f"Expected {expected}, got {got} which lacks {_quote_list(self.missing)}. "
+                         f"{fix}")
 
 
 class ActionError(MarlhubError, ValueError):
@@ -295,10 +272,8 @@ class ActionError(MarlhubError, ValueError):
         who = f"for {agent_id!r}" if agent_id is not None else "in the action dict"
         if copy_index is not None:
             who += f" in copy {copy_index}"
-        fix = fix or (
-            "Send exactly one action for each agent in the last observation dict, "
-            "inside its action space and mask."
-        )
+        fix = fix or ("Send exactly one action for each agent in the last observation dict, "
+                      "inside its action space and mask.")
         super().__init__(f"Bad action {who}: got {actual!r}, expected {expected}. {fix}")
 
 
@@ -327,9 +302,8 @@ class ResetNeededError(MarlhubError, RuntimeError):
             return
         self.env_name = env_name
         why = "the episode is over" if why is None else why
-        super().__init__(
-            f"{env_name}.step() was called but {why}. Call reset() to start a new episode."
-        )
+        super().__init__(f"{env_name}.step() was called but {why}. Call reset() to start a new "
+                         "episode.")
 
 
 class NotParallelizableError(MarlhubError, ValueError):
@@ -344,14 +318,10 @@ class NotParallelizableError(MarlhubError, ValueError):
                  needs: str = "the parallel API", fix: str = "") -> None:
         self.actors = list(actors)
         self.agents = list(agents)
-        fix = fix or (
-            "Use the AEC API for turn-based envs, or pass turn_based='pad' to give the idle "
-            "agents their last observation."
-        )
-        super().__init__(
-            f"Only {_quote_list(self.actors)} act in this step but {needs} needs every "
-            f"live agent ({_quote_list(self.agents)}) to act. {fix}"
-        )
+        fix = fix or ("Use the AEC API for turn-based envs, or pass turn_based='pad' to give "
+                      "the idle agents their last observation.")
+        super().__init__(f"Only {_quote_list(self.actors)} act in this step but {needs} needs "
+                         f"every live agent ({_quote_list(self.agents)}) to act. {fix}")
 
 
 class AgentIdError(MarlhubError, ValueError):
@@ -378,10 +348,9 @@ class TargetError(MarlhubError, ValueError):
 
     def __init__(self, target: str, problem: str, fix: str = "") -> None:
         self.target = target
-        fix = fix or (
-            "A target is a registry id, a glob over ids ('openspiel/*'), 'package.module:attr' "
-            "or 'path/to/file.py:attr', where attr is an env class, instance or factory."
-        )
+        fix = fix or ("A target is a registry id, a glob over ids ('openspiel/*'), "
+                      "'package.module:attr' or 'path/to/file.py:attr', where attr is an env "
+                      "class, instance or factory.")
         super().__init__(f"Cannot load target {target!r}: {problem}. {fix}")
 
 
@@ -399,10 +368,8 @@ class ConversionError(MarlhubError, ValueError):
         close = closest(str(target), self.supported) or [
             t for t in self.supported if t.startswith(f"{target}.")]
         hint = f" Did you mean {_quote_list(close)}?" if close else ""
-        super().__init__(
-            f"Cannot convert to {target!r}: the supported targets are "
-            f"{_quote_list(self.supported)}; pass one of them as `to`.{hint}"
-        )
+        super().__init__(f"Cannot convert to {target!r}: the supported targets are "
+                         f"{_quote_list(self.supported)}; pass one of them as `to`.{hint}")
 
 
 class VectorRewardError(MarlhubError, ValueError):
@@ -438,10 +405,9 @@ class RemoteEnvError(MarlhubError, ConnectionError):
         self.reason = reason
         # The connection and each call after it have their own time limits (config keys).
         key = "connect_timeout" if call == "connect" else "timeout"
-        fix = fix or (
-            "Check that the server (`marlhub serve ID`) runs at that address and is reachable, "
-            f"or give it longer: marlhub.make('remote/HOST:PORT', {{'{key}': seconds}})."
-        )
+        fix = fix or ("Check that the server (`marlhub serve ID`) runs at that address and is "
+                      "reachable, or give it longer: "
+                      f"marlhub.make('remote/HOST:PORT', {{'{key}': seconds}}).")
         super().__init__(f"The remote env at {address} failed in {call}: {reason}. {fix}")
 
 
