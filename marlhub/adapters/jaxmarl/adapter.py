@@ -18,13 +18,13 @@ Example:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any, Optional
 
 import gymnasium as gym
 import numpy as np
 
+from marlhub.adapters.jax_env import PureJaxHubEnv, to_numpy
 from marlhub.adapters.jaxmarl.functions import functions_for, is_turn_based
 from marlhub.adapters.jaxmarl.natives import cached_make
 from marlhub.core import (
@@ -37,7 +37,7 @@ from marlhub.core import (
     StepResult,
 )
 from marlhub.episode.actions import ActionChecker, check_keys
-from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
+from marlhub.episode.status import EPISODE_OVER, require_running
 from marlhub.errors import ConfigError
 from marlhub.spaces import ACTION_MASK_KEY, zero_like
 
@@ -91,7 +91,7 @@ def jaxmarl_spaces(env: Any, obs: Mapping[Any, Any]) -> tuple[dict[AgentID, gym.
     return observation, action
 
 
-class JaxMarlHubEnv(MultiAgentEnv):
+class JaxMarlHubEnv(PureJaxHubEnv, MultiAgentEnv):
     """A JaxMARL env as a hub env (see the module and the JaxMARL guide).
 
     * **Agents**: JaxMARL's ``env.agents``, in its order; every agent that is not
@@ -119,6 +119,10 @@ class JaxMarlHubEnv(MultiAgentEnv):
             JaxMARL envs that keep jitted functions (the coin game) do not pickle.
     """
 
+    native_attribute = "jaxmarl_env"
+    _make_again = staticmethod(cached_make)
+    _functions = staticmethod(functions_for)
+
     def __init__(self, env: Any, *, made_as: Optional[tuple[str, dict[str, Any]]] = None) -> None:
         super().__init__()
         self.jaxmarl_env = env
@@ -132,39 +136,7 @@ class JaxMarlHubEnv(MultiAgentEnv):
         self._turn_based = is_turn_based(env)
         # Legal actions are masks of Discrete actions (JaxNav's of its Box actions are not).
         self._discrete = all(isinstance(s, gym.spaces.Discrete) for s in self.action_spaces.values())
-        self._key: Any = None
-        self._state: Any = None
-        self._masks: dict[AgentID, np.ndarray] = {}
-        self._actors: list[AgentID] = []
-        self._cannot_step: Optional[str] = NOT_RESET
         self._name = type(env).__name__
-        self.metadata = {"render_modes": []}
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> "JaxMarlHubEnv":
-        """A copy that goes on alone: JaxMARL's env and its compiled functions are pure and
-        shared, the state and key are immutable JAX arrays; the bookkeeping is copied."""
-        new = copy.copy(self)
-        memo[id(self)] = new
-        new.agents = list(self.agents)
-        new._actors = list(self._actors)
-        new._masks = dict(self._masks)
-        new.__dict__.update({k: copy.deepcopy(v, memo) for k, v in self.__dict__.items()
-                             if k in ("_np_random", "_np_random_seed")})
-        return new
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_fns")  # compiled code: made again where unpickled
-        if self.made_as is not None:
-            state.pop("jaxmarl_env")  # made again from its name and config
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        if "jaxmarl_env" not in state:  # the same env object as the family's: compiled once
-            name, config = state["made_as"]
-            self.jaxmarl_env = cached_make(name, tuple(sorted(config.items())))
-        self._fns = functions_for(self.jaxmarl_env)
 
     def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
@@ -178,7 +150,7 @@ class JaxMarlHubEnv(MultiAgentEnv):
         self._key, obs, self._state = self._fns.reset(self._key)
         self.agents = list(self.possible_agents)
         self._cannot_step = None
-        obs = _numpy(obs)
+        obs = to_numpy(obs)
         self._actors = self._acting(set(self.agents))
         return self._observations(obs, self._actors), self._infos({}, self._actors)
 
@@ -202,7 +174,7 @@ class JaxMarlHubEnv(MultiAgentEnv):
         live = list(self.agents)
         self._key, obs, self._state, rewards, dones, infos = self._fns.step(
             self._key, self._state, {a: np.asarray(actions[a]) for a in self.possible_agents})
-        obs, rewards, dones, infos = _numpy((obs, rewards, dones, infos))
+        obs, rewards, dones, infos = to_numpy((obs, rewards, dones, infos))
         over = bool(dones[ALL])
         limit = getattr(self.jaxmarl_env, "max_steps", None)
         count = step_count(self._state)
@@ -226,7 +198,7 @@ class JaxMarlHubEnv(MultiAgentEnv):
         if not self._fns.has_masks or not self._discrete:
             self._masks = {}
             return [a for a in self.possible_agents if a in live]
-        legal = _numpy(self._fns.legal(self._state))
+        legal = to_numpy(self._fns.legal(self._state))
         self._masks = {a: np.asarray(legal[a]).astype(np.int8).reshape(-1)
                        for a in self.possible_agents}
         if not self._turn_based:
@@ -263,13 +235,6 @@ def step_count(state: Any) -> Any:
             return state.step
         state = getattr(state, "state", None)
     return None
-
-
-def _numpy(tree: Any) -> Any:
-    """A pytree of JAX arrays as numpy arrays (one transfer)."""
-    import jax
-
-    return jax.device_get(tree)
 
 
 def as_space(value: Any, space: gym.Space, lead: tuple[int, ...] = ()) -> Any:

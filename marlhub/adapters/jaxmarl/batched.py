@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
@@ -35,6 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.adapters.batched import SourceBatch, group_agents
+from marlhub.adapters.jax_env import SEEDING, compiled_once, to_numpy
 from marlhub.adapters.jaxmarl.adapter import as_space, jaxmarl_spaces, step_count
 from marlhub.adapters.jaxmarl.functions import (
     BATCH_RTOL,
@@ -45,11 +45,6 @@ from marlhub.adapters.jaxmarl.functions import (
 from marlhub.core import ALL, AgentID
 
 __all__ = ["BatchFunctions", "JaxMarlBatch", "batch_functions_for"]
-
-SEEDING = ("copy i is seeded seed + i: it walks its own key from jax.random.PRNGKey(seed + i), "
-           "so it is the hub env seeded seed + i, step for step (its floats to rounding: XLA "
-           "compiles the batch apart from one copy).")
-
 
 class BatchFunctions:
     """One JaxMARL env's batch functions, jitted, with each group's values stacked inside the
@@ -209,9 +204,7 @@ class JaxMarlBatch:
     # -- JaxMARL values ------------------------------------------------------------------
 
     def _batch(self, out: Mapping[str, Any], stepped: bool = False) -> SourceBatch:
-        import jax
-
-        host = jax.device_get(dict(out))  # one transfer
+        host = to_numpy(dict(out))  # one transfer
         over = np.asarray(host["all"], bool) if stepped else np.zeros(self.num_envs, bool)
         truncated = np.zeros(self.num_envs, bool)
         if over.any() and self._max_steps is not None and host.get("steps") is not None:
@@ -240,18 +233,10 @@ class JaxMarlBatch:
         return batch
 
 
-#: Each env object's batch functions, by its groups (XLA compiles them once per env).
-_COMPILED: "weakref.WeakKeyDictionary[Any, dict[Any, BatchFunctions]]" = \
-    weakref.WeakKeyDictionary()
-
-
 def batch_functions_for(env: Any, groups: Mapping[str, Sequence[AgentID]]) -> BatchFunctions:
     """Return :class:`BatchFunctions` of ``env`` and ``groups``, made once per env object."""
-    cached = _COMPILED.setdefault(env, {})
     key = tuple((name, tuple(members)) for name, members in groups.items())
-    if key not in cached:
-        cached[key] = BatchFunctions(env, groups)
-    return cached[key]
+    return compiled_once(env, (BatchFunctions, key), lambda: BatchFunctions(env, groups))
 
 
 def _choosing(masks: Mapping[str, np.ndarray],

@@ -26,6 +26,7 @@ import inspect
 from collections.abc import Iterable
 from typing import Any, Optional
 
+from marlhub.adapters.jax_env import make_with_config
 from marlhub.adapters.jaxmarl.natives import _jaxmarl, cached_make
 from marlhub.context import EnvContext
 from marlhub.contract.findings import Finding
@@ -136,20 +137,8 @@ class JaxMarlFamily:
         if why is not None:
             raise ConfigError(env_id, f"marlhub does not make it: {why}",
                               fix="Pick another id from `marlhub list jaxmarl`.")
-        accepted = accepted_keys(type(cached_make(rest, ())))
-        unknown = sorted(set(config) - accepted)
-        if unknown and accepted != {"*"}:
-            raise ConfigError(env_id, f"JaxMARL's {rest} takes no keys {unknown} (it would "
-                              "ignore them)", unknown=unknown, accepted=sorted(accepted))
-        key = tuple(sorted(dict(config).items()))
-        try:
-            hash(key)
-        except TypeError:  # a list in the config: made anew
-            key = ()
-        try:
-            return cached_make(rest, key) if key or not config else jaxmarl.make(rest, **dict(config))
-        except TypeError as exc:
-            raise ConfigError(env_id, f"JaxMARL refused the config {dict(config)!r}: {exc}",
-                              unknown=sorted(config),
-                              fix="Pass the keyword arguments the env's constructor takes.") \
-                from exc
+        return make_with_config(
+            env_id, rest, config, accepted_keys(type(cached_make(rest, ()))),
+            owner=f"JaxMARL's {rest}", note=" (it would ignore them)", library=_jaxmarl,
+            label="JaxMARL", unknown=tuple(sorted(config)),
+            fix="Pass the keyword arguments the env's constructor takes.")

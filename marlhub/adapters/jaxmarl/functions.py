@@ -33,8 +33,9 @@ Example:
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, Callable, Optional
+
+from marlhub.adapters.jax_env import compiled_once, seed_key, seed_keys
 
 __all__ = ["BATCH_RTOL", "TURN_BASED", "JaxFunctions", "functions_for", "is_turn_based",
            "key_functions", "mask_function"]
@@ -52,16 +53,11 @@ def is_turn_based(env: Any) -> bool:
 #: step apart, and its fusions round differently (SMAX: 1.3e-08 where one copy has 0.0).
 BATCH_RTOL = 1e-5
 
-#: The jitted functions of each env object for one copy: a JaxMARL env is pure functions, so
-#: hub envs of the same env object share them (and XLA compiles once).
-_COMPILED: "weakref.WeakKeyDictionary[Any, JaxFunctions]" = weakref.WeakKeyDictionary()
-
 
 def functions_for(env: Any) -> "JaxFunctions":
-    """Return :class:`JaxFunctions` of ``env``, made once per env object."""
-    if env not in _COMPILED:
-        _COMPILED[env] = JaxFunctions(env)
-    return _COMPILED[env]
+    """Return :class:`JaxFunctions` of ``env``, made once per env object: a JaxMARL env is
+    pure functions, so hub envs of the same env object share them (and XLA compiles once)."""
+    return compiled_once(env, JaxFunctions, lambda: JaxFunctions(env))
 
 
 def mask_function(env: Any) -> Optional[Callable[[Any], Any]]:
@@ -138,17 +134,5 @@ class JaxFunctions:
             _, obs, new_state, _, _, _ = self._final(key, state, actions)
         return new_key, obs, new_state, rewards, dones, infos
 
-    @staticmethod
-    def seed_key(seed: int) -> Any:
-        """The key of ``reset(seed=seed)``: ``jax.random.PRNGKey(seed)``."""
-        import jax
-
-        return jax.random.PRNGKey(seed)
-
-    @staticmethod
-    def seed_keys(seed: int, num_envs: int) -> Any:
-        """The keys of a batch: copy ``i`` gets ``jax.random.PRNGKey(seed + i)``."""
-        import jax
-        import jax.numpy as jnp
-
-        return jnp.stack([jax.random.PRNGKey(seed + i) for i in range(num_envs)])
+    seed_key = staticmethod(seed_key)
+    seed_keys = staticmethod(seed_keys)

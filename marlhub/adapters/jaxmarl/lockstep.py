@@ -29,12 +29,12 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from marlhub.adapters.jax_env import JaxTwin
 from marlhub.adapters.jaxmarl.functions import functions_for
 from marlhub.contract.findings import Finding
 from marlhub.core import ALL
-from marlhub.episode.lockstep import Lockstep, NativeTwin, compare_in_lockstep
+from marlhub.episode.lockstep import Lockstep, compare_in_lockstep
 from marlhub.episode.play import Step
-from marlhub.episode.status import flag
 
 __all__ = ["JaxMarlTwin", "compare_with_native"]
 
@@ -46,31 +46,18 @@ def compare_with_native(hub: Any, make_native: Callable[[], Any], *, episodes: i
                                seed=seed, max_steps=max_steps)
 
 
-class JaxMarlTwin(NativeTwin):
+class JaxMarlTwin(JaxTwin):
     """A JaxMARL env stepped with its own ``reset(key)`` and ``step(key, state, actions)``."""
 
     def __init__(self, env: Any) -> None:
-        self.env = env
-        self.reset_fn = env.reset  # JaxMARL's own, jitted by JaxMARL
-        self.step_fn = env.step
+        super().__init__(env, env.reset, env.step, list(env.agents))  # jitted by JaxMARL
         discrete = all(type(env.action_space(a)).__name__ == "Discrete" for a in env.agents)
         functions = functions_for(env)
         self.masks_fn = functions.legal if functions.has_masks and discrete else None
-        self.key: Any = None
-        self.state: Any = None
-        self.sums: dict[Any, float] = {}
-        self.done = False
 
-    def reset(self, seed: Optional[int], first: Step, lock: Lockstep) -> None:
-        import jax
-
-        if seed is not None:
-            self.key = jax.random.PRNGKey(seed)
-        self.key, k = jax.random.split(self.key)
-        obs, self.state = self.reset_fn(k)
-        self.sums = dict.fromkeys(self.env.agents, 0.0)
-        self.done = False
-        lock.expect("observations", first.obs, self._seen(obs, first.obs), check_dtype=False)
+    def start(self, key: Any) -> Any:
+        obs, self.state = self.reset_fn(key)
+        return obs
 
     def step(self, step: Step, lock: Lockstep) -> None:
         import jax
@@ -87,22 +74,11 @@ class JaxMarlTwin(NativeTwin):
         obs, self.state, rewards, dones, _ = self.step_fn(
             k, self.state, {a: np.asarray(v) for a, v in played.items()})
         obs, rewards, dones = jax.device_get((obs, rewards, dones))
-        self.done = bool(dones[ALL])
-        native = {a: float(rewards[a]) for a in step.rewards}
-        for agent, reward in native.items():
-            self.sums[agent] = self.sums.get(agent, 0.0) + reward
-        lock.expect("rewards", step.rewards, native, fatal=False, check_dtype=False)
-        hub_done = flag(step.terminateds, ALL) or flag(step.truncateds, ALL)
-        if hub_done != self.done:
-            lock.differ("end of episode", f"hub __all__ done={hub_done}, JaxMARL done={self.done}")
+        done = bool(dones[ALL])
+        self.settle(step, lock, {a: float(rewards[a]) for a in step.rewards}, done,
+                    f"JaxMARL done={done}")
         if not self.done:
             lock.expect("observations", step.obs, self._seen(obs, step.obs), check_dtype=False)
-
-    def returns(self) -> Mapping[Any, float]:
-        return self.sums
-
-    def ended(self) -> bool:
-        return self.done
 
     def _seen(self, obs: Mapping[Any, Any], hub_obs: Mapping[Any, Any]) -> dict[Any, Any]:
         """JaxMARL's observations of the agents the hub shows, as numpy, in the hub's order."""

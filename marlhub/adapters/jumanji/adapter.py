@@ -23,25 +23,24 @@ Example:
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Optional
 
 import numpy as np
 
+from marlhub.adapters.jax_env import PureJaxHubEnv, to_numpy
 from marlhub.adapters.jumanji.functions import LAST, functions_for, seed_key
 from marlhub.adapters.jumanji.natives import cached_make
 from marlhub.adapters.jumanji.specs import layout_of, plain_tree
 from marlhub.core import (
     ALL,
     COMMON,
-    AgentID,
     MultiAgentDict,
     MultiAgentEnv,
     ResetResult,
     StepResult,
 )
 from marlhub.episode.actions import ActionChecker, check_keys
-from marlhub.episode.status import EPISODE_OVER, NOT_RESET, require_running
+from marlhub.episode.status import EPISODE_OVER, require_running
 from marlhub.spaces import ACTION_MASK_KEY, zero_like
 
 __all__ = ["DISCOUNT_KEY", "JumanjiHubEnv"]
@@ -50,7 +49,7 @@ __all__ = ["DISCOUNT_KEY", "JumanjiHubEnv"]
 DISCOUNT_KEY = "discount"
 
 
-class JumanjiHubEnv(MultiAgentEnv):
+class JumanjiHubEnv(PureJaxHubEnv, MultiAgentEnv):
     """A multi-agent Jumanji env as a hub env (see the module and the JaxMARL guide).
 
     * **Agents**: ``agent_0 .. agent_{n-1}``, row ``i`` of Jumanji's action; every agent
@@ -84,6 +83,10 @@ class JumanjiHubEnv(MultiAgentEnv):
         ConfigError: ``env`` is single-agent, or has a spec the hub does not map.
     """
 
+    native_attribute = "jumanji_env"
+    _make_again = staticmethod(cached_make)
+    _functions = staticmethod(functions_for)
+
     def __init__(self, env: Any, *, made_as: Optional[tuple[str, dict[str, Any]]] = None) -> None:
         super().__init__()
         self.jumanji_env = env
@@ -96,38 +99,6 @@ class JumanjiHubEnv(MultiAgentEnv):
         self.observation_spaces = {a: self.layout.observation_space for a in self.possible_agents}
         self.action_spaces = dict(self.layout.action_spaces)
         self._checker = ActionChecker(self.action_spaces.__getitem__)
-        self._key: Any = None
-        self._state: Any = None
-        self._masks: dict[AgentID, np.ndarray] = {}
-        self._actors: list[AgentID] = []
-        self._cannot_step: Optional[str] = NOT_RESET
-        self.metadata = {"render_modes": []}
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> "JumanjiHubEnv":
-        """A copy that goes on alone: Jumanji's env and its compiled functions are pure and
-        shared, the state and key are immutable JAX arrays; the bookkeeping is copied."""
-        new = copy.copy(self)
-        memo[id(self)] = new
-        new.agents = list(self.agents)
-        new._actors = list(self._actors)
-        new._masks = dict(self._masks)
-        new.__dict__.update({k: copy.deepcopy(v, memo) for k, v in self.__dict__.items()
-                             if k in ("_np_random", "_np_random_seed")})
-        return new
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_fns")  # compiled code: made again where unpickled
-        if self.made_as is not None:
-            state.pop("jumanji_env")  # made again from its name and config
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        if "jumanji_env" not in state:  # the same env object as the family's: compiled once
-            name, config = state["made_as"]
-            self.jumanji_env = cached_make(name, tuple(sorted(config.items())))
-        self._fns = functions_for(self.jumanji_env)
 
     def reset(  # type: ignore[override]  # per-agent dicts, see MultiAgentEnv
         self, *, seed: Optional[int] = None, options: Optional[dict] = None
@@ -139,7 +110,7 @@ class JumanjiHubEnv(MultiAgentEnv):
         elif self._key is None:
             self._key = seed_key(int(self.np_random.integers(2**31)))
         self._key, self._state, timestep = self._fns.reset(self._key)
-        timestep = _numpy(timestep)
+        timestep = to_numpy(timestep)
         self.agents = list(self.possible_agents)
         self._cannot_step = None
         return self._observations(timestep, over=False)
@@ -160,7 +131,7 @@ class JumanjiHubEnv(MultiAgentEnv):
                    if a in self._actors else zero_like(self.layout.action_spaces[a])
                    for a in self.possible_agents]
         self._state, timestep = self._fns.step(self._state, self.layout.native_action(actions))
-        timestep = _numpy(timestep)
+        timestep = to_numpy(timestep)
         over = int(timestep.step_type) == LAST
         ended = [over and d == 0 for d in self.layout.per_agent(timestep.discount)]
         terminateds = dict(zip(self.possible_agents, ended))
@@ -196,10 +167,3 @@ class JumanjiHubEnv(MultiAgentEnv):
             if agent in self._masks:  # where a batch of copies reports it too
                 infos[agent][ACTION_MASK_KEY] = self._masks[agent].copy()
         return obs, {a: info for a, info in infos.items() if info}
-
-
-def _numpy(tree: Any) -> Any:
-    """A pytree of JAX arrays as numpy arrays (one transfer)."""
-    import jax
-
-    return jax.device_get(tree)

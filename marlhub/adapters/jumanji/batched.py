@@ -26,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
@@ -34,6 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from marlhub.adapters.batched import SourceBatch, group_agents
+from marlhub.adapters.jax_env import SEEDING, compiled_once, to_numpy
 from marlhub.adapters.jumanji.adapter import DISCOUNT_KEY
 from marlhub.adapters.jumanji.functions import BATCH_RTOL, LAST, seed_keys
 from marlhub.adapters.jumanji.specs import AgentLayout, layout_of, plain_tree
@@ -41,11 +41,6 @@ from marlhub.core import AgentID
 from marlhub.spaces import ACTION_MASK_KEY
 
 __all__ = ["BatchFunctions", "JumanjiBatch", "batch_functions_for"]
-
-SEEDING = ("copy i is seeded seed + i: it walks its own key from jax.random.PRNGKey(seed + i), "
-           "so it is the hub env seeded seed + i, step for step (its floats to rounding: XLA "
-           "compiles the batch apart from one copy).")
-
 
 class BatchFunctions:
     """One Jumanji env's batch functions, jitted, with each group's values stacked inside the
@@ -177,9 +172,7 @@ class JumanjiBatch:
     # -- Jumanji values --------------------------------------------------------------
 
     def _batch(self, out: Mapping[str, Any], stepped: bool = False) -> SourceBatch:
-        import jax
-
-        host = jax.device_get(dict(out))  # one transfer
+        host = to_numpy(dict(out))  # one transfer
         over = np.asarray(host["last"], bool) if stepped else np.zeros(self.num_envs, bool)
         space = self.layout.observation_space
         batch = SourceBatch(
@@ -204,19 +197,11 @@ class JumanjiBatch:
         return batch
 
 
-#: Each env object's batch functions, by its groups (XLA compiles them once per env).
-_COMPILED: "weakref.WeakKeyDictionary[Any, dict[Any, BatchFunctions]]" = \
-    weakref.WeakKeyDictionary()
-
-
 def batch_functions_for(env: Any, layout: AgentLayout,
                         groups: Mapping[str, Sequence[AgentID]]) -> BatchFunctions:
     """Return :class:`BatchFunctions` of ``env`` and ``groups``, made once per env object."""
-    cached = _COMPILED.setdefault(env, {})
     key = tuple((name, tuple(members)) for name, members in groups.items())
-    if key not in cached:
-        cached[key] = BatchFunctions(env, layout, groups)
-    return cached[key]
+    return compiled_once(env, (BatchFunctions, key), lambda: BatchFunctions(env, layout, groups))
 
 
 def _values(value: Any, space: gym.Space, lead: tuple[int, ...]) -> Any:

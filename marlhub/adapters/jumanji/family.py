@@ -35,12 +35,13 @@ import typing
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
+from marlhub.adapters.jax_env import make_with_config
 from marlhub.adapters.jumanji.natives import cached_make, jumanji_module
 from marlhub.adapters.jumanji.specs import agent_dimension, layout_of
 from marlhub.context import EnvContext
 from marlhub.contract.findings import Finding
 from marlhub.contract.rules import RESOURCE_MEMORY_BOUNDED
-from marlhub.errors import ConfigError, UnknownEnvError, closest
+from marlhub.errors import UnknownEnvError, closest
 
 __all__ = ["SCENARIO_FAULTS", "JumanjiFamily", "accepted_keys", "env_class"]
 
@@ -153,21 +154,11 @@ class JumanjiFamily:
                                   detail="Jumanji has no env of that name.")
         cls = env_class(rest) or type(cached_make(rest, ()))
         accepted = accepted_keys(cls)
-        unknown = sorted(set(config) - accepted)
-        if unknown:
-            raise ConfigError(env_id, f"Jumanji's {cls.__name__} takes no keys {unknown}",
-                              unknown=unknown, accepted=sorted(accepted))
-        key = tuple(sorted(dict(config).items()))
-        try:
-            hash(key)
-        except TypeError:  # a list in the config: made anew
-            key = ()
-        try:
-            env = cached_make(rest, key) if key or not config else jumanji.make(rest, **config)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(env_id, f"Jumanji refused the config {dict(config)!r}: {exc}",
-                              fix=f"Pass the keyword arguments {cls.__name__}'s constructor "
-                                  f"takes: {sorted(accepted)}.") from exc
+        env = make_with_config(env_id, rest, config, accepted, owner=f"Jumanji's {cls.__name__}",
+                               library=jumanji_module, label="Jumanji",
+                               refused=(TypeError, ValueError),
+                               fix=f"Pass the keyword arguments {cls.__name__}'s constructor "
+                                   f"takes: {sorted(accepted)}.")
         layout_of(env, env_id)  # a single-agent env: refused here, with the reason
         return env
 

@@ -28,8 +28,9 @@ Example:
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
+
+from marlhub.adapters.jax_env import compiled_once, seed_key, seed_keys
 
 __all__ = ["BATCH_RTOL", "LAST", "JumanjiFunctions", "functions_for", "seed_key", "seed_keys"]
 
@@ -40,29 +41,11 @@ LAST = 2
 #: the vmapped step apart and its fusions may round differently.
 BATCH_RTOL = 1e-5
 
-#: The jitted functions of each env object: hub envs of the same env object share them.
-_COMPILED: "weakref.WeakKeyDictionary[Any, JumanjiFunctions]" = weakref.WeakKeyDictionary()
-
 
 def functions_for(env: Any) -> "JumanjiFunctions":
-    """Return :class:`JumanjiFunctions` of ``env``, made once per env object."""
-    if env not in _COMPILED:
-        _COMPILED[env] = JumanjiFunctions(env)
-    return _COMPILED[env]
-
-
-def seed_key(seed: int) -> Any:
-    """The key of ``reset(seed=seed)``: ``jax.random.PRNGKey(seed)``."""
-    import jax
-
-    return jax.random.PRNGKey(seed)
-
-
-def seed_keys(seed: int, num_envs: int) -> Any:
-    """The keys of a batch: copy ``i`` gets ``jax.random.PRNGKey(seed + i)``."""
-    import jax.numpy as jnp
-
-    return jnp.stack([seed_key(seed + i) for i in range(num_envs)])
+    """Return :class:`JumanjiFunctions` of ``env``, made once per env object: hub envs of the
+    same env object share them."""
+    return compiled_once(env, JumanjiFunctions, lambda: JumanjiFunctions(env))
 
 
 class JumanjiFunctions:

@@ -28,12 +28,11 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from marlhub.adapters.jax_env import JaxTwin, to_numpy
 from marlhub.adapters.jumanji.specs import fields
 from marlhub.contract.findings import Finding
-from marlhub.core import ALL
-from marlhub.episode.lockstep import Lockstep, NativeTwin, compare_in_lockstep
+from marlhub.episode.lockstep import Lockstep, compare_in_lockstep
 from marlhub.episode.play import Step
-from marlhub.episode.status import flag
 from marlhub.spaces import ACTION_MASK_KEY
 
 __all__ = ["JumanjiTwin", "compare_with_native"]
@@ -46,61 +45,33 @@ def compare_with_native(hub: Any, make_native: Callable[[], Any], *, episodes: i
                                seed=seed, max_steps=max_steps)
 
 
-class JumanjiTwin(NativeTwin):
+class JumanjiTwin(JaxTwin):
     """A Jumanji env stepped with ``jax.jit(env.reset)`` and ``jax.jit(env.step)``."""
 
     def __init__(self, env: Any) -> None:
         import jax
 
-        self.env = env
-        self.reset_fn = jax.jit(env.reset)
-        self.step_fn = jax.jit(env.step)
-        self.agents = [f"agent_{i}" for i in range(int(env.num_agents))]
-        self.key: Any = None
-        self.state: Any = None
-        self.sums: dict[Any, float] = {}
-        self.done = False
+        super().__init__(env, jax.jit(env.reset), jax.jit(env.step),
+                         [f"agent_{i}" for i in range(int(env.num_agents))])
 
-    def reset(self, seed: Optional[int], first: Step, lock: Lockstep) -> None:
-        import jax
-
-        if seed is not None:
-            self.key = jax.random.PRNGKey(seed)
-        self.key, k = jax.random.split(self.key)
-        self.state, timestep = self.reset_fn(k)
-        self.sums = dict.fromkeys(self.agents, 0.0)
-        self.done = False
-        lock.expect("observations", first.obs, self._seen(timestep.observation, first.obs),
-                    check_dtype=False)
+    def start(self, key: Any) -> Any:
+        self.state, timestep = self.reset_fn(key)
+        return timestep.observation
 
     def step(self, step: Step, lock: Lockstep) -> None:
-        import jax
-
         spec = self.env.action_spec
         played = dict(step.actions or {})  # an agent without a legal action waits: zero
         actions = np.asarray([played.get(a, np.zeros(spec.shape[1:])) for a in self.agents],
                              dtype=np.dtype(spec.dtype))
         self.state, timestep = self.step_fn(self.state, actions)
-        timestep = jax.device_get(timestep)
-        self.done = bool(timestep.step_type == 2)  # StepType.LAST
+        timestep = to_numpy(timestep)
         reward = np.asarray(timestep.reward, np.float64)
         native = {a: float(reward if reward.ndim == 0 else reward[i])
                   for i, a in enumerate(self.agents)}
-        for agent, value in native.items():
-            self.sums[agent] += value
-        lock.expect("rewards", step.rewards, native, fatal=False, check_dtype=False)
-        hub_done = flag(step.terminateds, ALL) or flag(step.truncateds, ALL)
-        if hub_done != self.done:
-            lock.differ("end of episode", f"hub __all__ done={hub_done}, Jumanji's step_type "
-                        f"is {int(timestep.step_type)} (2 = LAST)")
+        self.settle(step, lock, native, bool(timestep.step_type == 2),  # StepType.LAST
+                    f"Jumanji's step_type is {int(timestep.step_type)} (2 = LAST)")
         lock.expect("observations", step.obs, self._seen(timestep.observation, step.obs),
                     check_dtype=False)
-
-    def returns(self) -> Mapping[Any, float]:
-        return self.sums
-
-    def ended(self) -> bool:
-        return self.done
 
     def _seen(self, observation: Any, hub_obs: Mapping[Any, Any]) -> dict[Any, Any]:
         """Jumanji's observation as each agent of ``hub_obs`` is shown it: every field whole,

@@ -1,10 +1,7 @@
-"""Jumanji's own envs, made once per name and config: :func:`cached_make`.
+"""Jumanji's own envs, made once per name and config (:func:`~marlhub.adapters.jax_env.made_once`).
 
-A Jumanji env is pure functions (its state travels apart), so the hub envs of one
-name and config share one env object and XLA compiles its functions once. The
-``jumanji/`` family (:mod:`~marlhub.adapters.jumanji.family`) makes its envs here,
-and a pickled :class:`~marlhub.adapters.jumanji.adapter.JumanjiHubEnv` makes its
-Jumanji env again here when it is unpickled.
+The ``jumanji/`` family makes its envs here, and a pickled
+:class:`~marlhub.adapters.jumanji.adapter.JumanjiHubEnv` makes its env again here.
 
 Example:
     >>> env = cached_make("Cleaner-v0", (("time_limit", 5),))
@@ -16,9 +13,9 @@ Example:
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
+from marlhub.adapters.jax_env import made_once
 from marlhub.adapters.jumanji import import_jumanji
 
 __all__ = ["cached_make", "jumanji_module"]
@@ -29,8 +26,7 @@ def jumanji_module() -> Any:
     return import_jumanji("The jumanji/ env family")
 
 
-@functools.lru_cache(maxsize=64)
 def cached_make(name: str, config: tuple[tuple[str, Any], ...]) -> Any:
     """``jumanji.make(name, **config)``, once per name and config: a Jumanji env is pure
     functions (its state travels apart), so hub envs share it and its compiled code."""
-    return jumanji_module().make(name, **dict(config))
+    return made_once(jumanji_module, name, config)
