@@ -6,7 +6,8 @@ count. What the env plays then is the last action that *took effect*, the last o
 that is not falsy, which is not the previous one sent once a 0 has been dropped.
 
 For every agent whose action space holds a falsy action (0 of a Discrete space, the
-zero array of a one-element Box or MultiDiscrete) and at least two other values, the
+zero array of a one-element Box or of a MultiDiscrete, which ``if np.any(action):``
+drops) and at least two other values, the
 probe replays episode 0 from its seed with that agent's action at one of its turns
 changed (the recorded actions after it) and compares what follows, over two of the
 agent's turns and two steps more (a round played turn by turn shows when complete):
@@ -263,9 +264,9 @@ def _falsy(space: gym.Space) -> Any:
     if isinstance(space, gym.spaces.Discrete):
         start, n = int(space.start), int(space.n)
         return 0 if n >= 3 and start <= 0 < start + n else None
-    if isinstance(space, gym.spaces.MultiDiscrete) and int(np.prod(space.shape)) == 1:
+    if isinstance(space, gym.spaces.MultiDiscrete):  # `if np.any(action):` drops all zeros
         zero = np.zeros(space.shape, space.dtype)
-        return zero if int(space.nvec.reshape(-1)[0]) >= 3 and space.contains(zero) else None
+        return zero if int(space.nvec.min()) >= 3 and space.contains(zero) else None
     if isinstance(space, gym.spaces.Box) and int(np.prod(space.shape)) == 1:
         zero = np.zeros(space.shape, space.dtype)
         return zero if space.contains(zero) and _box_values(space) else None
@@ -309,8 +310,11 @@ def _may_send(space: gym.Space, legal: list, value: Any) -> bool:
 def _falsy_value(action: Any) -> bool:
     try:
         return not bool(action)
-    except Exception:  # an array of several values: `if action:` raises, drops nothing
-        return False
+    except Exception:  # an array of several values: `if action:` raises, `if np.any(action):`
+        try:  # drops all zeros
+            return not np.any(action)
+        except Exception:
+            return False
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -49,10 +49,7 @@ from marlhub.conformance.probes import Probes
 from marlhub.conformance.random_state import GlobalRandomWatch
 from marlhub.conformance.report import Finding, Report, Reproducer
 from marlhub.conformance.space_identity import SpaceWatch
-from marlhub.conformance.time_limit import (
-    ended_by_termination_at_limit,
-    time_limit_message,
-)
+from marlhub.conformance.time_limit import TimeLimitProbe
 from marlhub.conformance.trajectories import (
     Recording,
     copy_actions,
@@ -134,6 +131,7 @@ class Driver:
         self.watch = SpaceWatch(env, self.add)
         self.probes = Probes(self)
         self.lifecycle = LifecycleProbes(self)
+        self.time_limits = TimeLimitProbe(self)
         self._per_rule: dict[str, int] = {}
         self.suppressed: dict[str, int] = {}
         # reset() keywords the env takes; a missing `options` is reported once, not per call.
@@ -219,16 +217,15 @@ class Driver:
 
     def _play_all(self) -> Optional[Recording]:
         """Play (and replay) every episode; return episode 0's recording, if it went well."""
-        probed_end = False
         reference = None
         for episode in range(self.options.episodes):
             played = self._play(episode)
             self.report.episodes += 1
             if self.on_episode is not None:
                 self.on_episode(episode + 1, self.options.episodes)
-            if played.ended and not probed_end:
-                probed_end = True
-                self.probes.step_after_end(episode, played.seed, played.actions)
+            if played.ended:
+                self.probes.step_after_end(episode, played.seed, played.actions,
+                                           played.trace[-1][3])
             if self.options.replay and not played.aborted:
                 self._replay(episode, played)
             if episode == 0 and not played.aborted:
@@ -247,6 +244,7 @@ class Driver:
     def _after_episodes(self, reference: Optional[Recording],
                         child: Optional[FreshProcess]) -> None:
         """Run the probes that vary a recorded episode, the resets, memory, the fresh process."""
+        self.time_limits.judge()
         if reference is not None:
             # Forms, instances and resets show in the first steps; long games are cut there.
             head = reference.head(PROBED_STEPS)
@@ -339,11 +337,8 @@ class Driver:
             if played.recording is not None:
                 played.recording.actions = list(run.actions)
         played.aborted = run.stalled  # turn.actors_exist was reported; nothing to send
-        declared = played.ended and ended_by_termination_at_limit(
-            env, len(run.actions), played.trace[-1][2], played.trace[-1][3])
-        if declared and not self._per_rule.get(rules.DONE_TIME_LIMIT):
-            self.add(rules.DONE_TIME_LIMIT, time_limit_message(declared, len(run.actions)),
-                     episode=episode, step=len(run.actions))
+        if played.ended:
+            self.time_limits.note(episode, seed, run.actions, *played.trace[-1][2:])
         if run.cut:
             self.add(rules.EPISODE_ENDS,
                      f"the episode did not end within {self.options.max_steps} steps; end it with "

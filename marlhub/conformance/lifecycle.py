@@ -110,27 +110,30 @@ class LifecycleProbes:
     # -- copies ---------------------------------------------------------------------------
 
     def copies(self, ref: Recording) -> None:
-        """Deep-copy and pickle an instance a few steps into ``ref``; the copies play on alike."""
-        env = fresh_env(self.d)
-        own = env is not None
-        env = env if own else self.d.env
+        """Deep-copy and pickle an instance a few steps into ``ref``; the copy plays on alike,
+        and so does the original after it (a copy that shares state moves the original)."""
         k = min(len(ref.actions) // 2, 10)
-        try:
+        for how, make_copy in (("copy.deepcopy(env)", copy.deepcopy),
+                               ("pickle.loads(cloudpickle.dumps(env))", _pickled)):
+            env = fresh_env(self.d)
+            own = env is not None
+            env = env if own else self.d.env
             try:
-                play_actions(env, ref.seed, ref.actions[:k], self.d.reset_kwargs, [])
-            except EnvTimeout:
-                raise
-            except Exception:
-                return  # the episodes report what the env raises
-            for how, make_copy in (("copy.deepcopy(env)", copy.deepcopy),
-                                   ("pickle.loads(cloudpickle.dumps(env))", _pickled)):
-                self._copy_plays_on(env, how, make_copy, ref, k)
-        finally:
-            if own:
-                _close(env)
+                try:
+                    play_actions(env, ref.seed, ref.actions[:k], self.d.reset_kwargs, [])
+                except EnvTimeout:
+                    raise
+                except Exception:
+                    return  # the episodes report what the env raises
+                if not self._copy_plays_on(env, how, make_copy, ref, k):
+                    return
+            finally:
+                if own:
+                    _close(env)
 
     def _copy_plays_on(self, env: Any, how: str, make_copy: Callable[[Any], Any],
-                       ref: Recording, k: int) -> None:
+                       ref: Recording, k: int) -> bool:
+        """Whether the copy and then the original played on as the episode did (else report)."""
         where: dict[str, Any] = {"episode": ref.episode,
                                  "reproducer": Reproducer(ref.seed, ref.actions[:k])}
         fix = ("to_openspiel's clones, worker processes and checkpoints copy envs mid-episode: "
@@ -142,30 +145,35 @@ class LifecycleProbes:
             raise
         except Exception as exc:
             if _unfindable_class(exc) or isinstance(exc, MarlhubError):
-                return  # pickle cannot import the class (where it was defined, not the env),
-                # or the env says clearly why it cannot be copied
+                return True  # pickle cannot import the class (where it was defined, not the
+                # env), or the env says clearly why it cannot be copied
             self.d.add(rules.ENV_COPYABLE,
                        f"{how} after reset(seed={ref.seed}) and {k} steps of episode 0 raised "
                        f"{type(exc).__name__}: {_clip(str(exc)).rstrip('.')}. {fix}", **where)
-            return
-        into: list[Snapshot] = []
-        try:
-            error = _step_on(twin, ref.actions[k:k + COPY_STEPS], into)
-        finally:
-            if twin is not env:
-                _close(twin)
-        if error and _refuses_until_reset(error):
-            return  # the copy says it must be reset first: it does not pass for the original
+            return False
         expected = ref.snapshots[k + 1:k + 1 + COPY_STEPS]
-        difference = None if error else first_difference(expected, into[:len(expected)])
-        if error or difference:
-            what = (f"raised {error}" if error else
-                    f"gave different {difference[1]} {difference[0] + 1} step(s) later "
-                    f"({difference[2]}; the episode vs the copy)" if difference else "")
-            self.d.add(rules.ENV_COPYABLE,
-                       f"the env copied by {how} after {k} steps of episode 0 did not play on as "
-                       f"the episode did: the same next actions {what}. A copy must hold the "
-                       f"whole episode state and share none of it. {fix}", **where)
+        for who, played in (("the env copied", twin), ("the original, after its copy played on,",
+                                                       env)):
+            into: list[Snapshot] = []
+            try:
+                error = _step_on(played, ref.actions[k:k + COPY_STEPS], into)
+            finally:
+                if played is twin and twin is not env:
+                    _close(twin)
+            if error and played is twin and _refuses_until_reset(error):
+                return True  # it says it must be reset first: it does not pass for the original
+            difference = None if error else first_difference(expected, into[:len(expected)])
+            if error or difference:
+                what = (f"raised {error}" if error else
+                        f"gave different {difference[1]} {difference[0] + 1} step(s) later "
+                        f"({difference[2]}; the episode vs {who.split(',')[0]})"
+                        if difference else "")
+                self.d.add(rules.ENV_COPYABLE,
+                           f"{who} by {how} after {k} steps of episode 0 did not play on as "
+                           f"the episode did: the same next actions {what}. A copy must hold the "
+                           f"whole episode state and share none of it. {fix}", **where)
+                return False
+        return True
 
     # -- render ---------------------------------------------------------------------------
 
@@ -202,8 +210,23 @@ class LifecycleProbes:
     # -- close ----------------------------------------------------------------------------
 
     def close(self, ref: Optional[Recording] = None) -> None:
-        """Close a fresh instance twice, then step it with episode 0's first action dict (``{}``
-        without ``ref``); only a given instance is not closed."""
+        """Close a fresh instance before any reset; close another twice after a reset, then
+        step it with episode 0's first action dict (``{}`` without ``ref``); only a given
+        instance is not closed."""
+        env = fresh_env(self.d)
+        if env is None:
+            return
+        try:  # vector envs, `with` blocks and failed set-ups build an env and close it unused
+            env.close()
+        except EnvTimeout:
+            raise
+        except Exception as exc:
+            self.d.add(rules.ENV_CLOSE,
+                       f"close() on an instance never reset raised {type(exc).__name__}: "
+                       f"{_clip(str(exc))}; vector envs, `with` blocks and failed set-ups close "
+                       "an env they never reset: release only what was made (set what reset() "
+                       "makes to None in __init__).")
+            return
         env = fresh_env(self.d)
         if env is None:
             return

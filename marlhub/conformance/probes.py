@@ -56,7 +56,9 @@ from marlhub.conformance.trajectories import (
 )
 from marlhub.contract import rules
 from marlhub.contract.findings import Reproducer
+from marlhub.core import ALL
 from marlhub.episode.play import RandomEpisode, random_actions
+from marlhub.episode.status import flag
 from marlhub.errors import MarlhubError
 from marlhub.spaces import ActionSampler
 
@@ -136,6 +138,8 @@ class Probes:
 
     def __init__(self, driver: ProbeHost) -> None:
         self.d = driver
+        self._ends_probed: set[bool] = set()  # truncated or not, after which step was tried
+        self._end_found = False
 
     def fresh_env(self) -> Any:
         """A newly built instance, or None (a given instance, or building raised: the main
@@ -155,9 +159,15 @@ class Probes:
             self.d.add(rules.EPISODE_STEP_AFTER_END,
                        f"step() before the first reset() {problem}; {_REFUSE}.")
 
-    def step_after_end(self, episode: int, seed: Optional[int],
-                       actions: list[dict[Any, Any]]) -> None:
-        """Step after ``__all__`` with the last action dict, then with ``{}``."""
+    def step_after_end(self, episode: int, seed: Optional[int], actions: list[dict[Any, Any]],
+                       truncateds: Mapping[Any, Any]) -> None:
+        """Step after ``__all__`` with the last action dict, then with ``{}``: after the first
+        episode that ends by termination and the first cut by truncation (an env may guard
+        one of them only), until one of them finds something."""
+        how = _flag(truncateds)
+        if how in self._ends_probed or self._end_found:
+            return
+        self._ends_probed.add(how)
         last = actions[-1] if actions else {}
         problems, first = [], None
         for what, sent in ((f"the last action dict {short(last, 80)}", last), ("{}", {})):
@@ -166,6 +176,7 @@ class Probes:
                 problems.append(f"with {what} it {problem}")
                 first = sent if first is None else first
         if first is not None:
+            self._end_found = True
             self.d.add(rules.EPISODE_STEP_AFTER_END,
                        f"step() after the episode ended with __all__: {'; '.join(problems)}. "
                        "Check at the top of step() that an episode is running, before reading "
@@ -420,6 +431,13 @@ class Probes:
             self.d.add(rules.SEED_REPRODUCIBLE,
                        f"{head} took {len(theirs) - 1} steps where this process took "
                        f"{len(mine) - 1}. {fix}", **where)
+
+
+def _flag(truncateds: Any) -> bool:
+    try:
+        return bool(flag(truncateds, ALL))
+    except Exception:  # malformed flags: the done.* rules report them
+        return False
 
 
 def _close(env: Any) -> None:

@@ -203,28 +203,32 @@ _TABLE: list[tuple[str, Severity, str]] = [
     # a time limit reported as termination teaches a wrong value, silently.
     (DONE_TIME_LIMIT, "error",
      "an episode cut by the limit the env declares (max_steps, max_cycles, "
-     "max_episode_steps, spec.max_episode_steps) is truncated, not terminated"),
+     "max_episode_steps, spec.max_episode_steps) is truncated, not terminated, each agent's "
+     "flag as __all__"),
     # A warning: some envs ignore some actions by design (a no-op that equals a move into a
     # wall); an action that never matters is what a bug such as `if action:` looks like.
     (ACTION_EFFECTIVE, "warning",
-     "an agent's choice of action counts: from equal states, action 0 (a falsy action) does "
-     "not play out as the last action that took effect where other actions play out "
-     "otherwise (`if action:`)"),
+     "an agent's choice of action counts: from equal states, action 0 (a falsy action, or "
+     "all zeros) does not play out as the last action that took effect where other actions "
+     "play out otherwise (`if action:`, `if np.any(action):`)"),
     # Warnings: portability. to_openspiel's clones, worker processes and checkpoints copy
     # or pickle an env mid-episode; an env that cannot be still runs where nothing copies it.
     (ENV_COPYABLE, "warning",
-     "an env mid-episode deep-copies and pickles, and the copy plays on as the original does "
-     "(or refuses clearly: a marlhub error when copied, a request to reset when stepped)"),
+     "an env mid-episode deep-copies and pickles, and the copy plays on as the original does, "
+     "sharing nothing with it (or refuses clearly: a marlhub error when copied, a request to "
+     "reset when stepped)"),
     (ENV_CLOSE, "warning",
-     "close() can be called twice; step() after close() raises a clear error"),
+     "close() can be called twice, and before any reset; step() after close() raises a clear "
+     "error"),
     # Video recorders and PettingZoo's save_observation read render() by render_mode.
     (RENDER_MODE, "error",
      "render() returns what render_mode promises: an HxWx3 uint8 array for rgb_array, a str "
      "for ansi, None for human"),
     (EPISODE_ENDS, "warning", "an episode reaches __all__ within the step budget"),
     (EPISODE_STEP_AFTER_END, "warning",
-     "step after __all__ (the last action dict or {}) or before reset raises a clear error, "
-     "not a crash from inside; an error under --strict"),
+     "step after __all__ (the last action dict or {}; after a termination and after a "
+     "truncation) or before reset raises a clear error, not a crash from inside; an error "
+     "under --strict"),
     (RESOURCE_MEMORY_BOUNDED, "warning",
      "memory does not grow episode over episode (the same seeded episode played again)"),
     (EQUIV_TRAJECTORY, "error",

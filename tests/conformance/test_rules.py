@@ -9,6 +9,7 @@ import pytest
 from marlhub.conformance import RULES, check
 from marlhub.conformance import rules as R
 from tests.conformance import round3_breakers as C
+from tests.conformance import round4_breakers as D
 from tests.conformance import rule_breakers as B
 
 MODULE = B.__name__
@@ -78,6 +79,12 @@ BREAKERS: list[tuple[Any, str, dict[str, Any], Optional[str]]] = [
     (C.StepsOnAfterClose, R.ENV_CLOSE, {}, None),
     (C.RendersTextAsRgbArray, R.RENDER_MODE, {}, None),
     (C.RefusesZeroDimArrays, R.TURN_ACTIONS_ACCEPTED, {}, "warning"),
+    (D.TerminatesEachAgentAtTheLimit, R.DONE_TIME_LIMIT, {}, None),
+    (D.CountsRoundsToItsLimit, R.DONE_TIME_LIMIT, {}, None),
+    (D.StepsOnAfterTruncation, R.EPISODE_STEP_AFTER_END, {}, None),
+    (D.SharesStateWithItsCopy, R.ENV_COPYABLE, {}, None),
+    (D.CloseBeforeResetRaises, R.ENV_CLOSE, {}, None),
+    (D.DropsAllZeroVectors, R.ACTION_EFFECTIVE, {}, None),
 ]
 
 #: Rules a breaker breaks besides its own, because its one bug breaks them too.

@@ -8,6 +8,7 @@ import pytest
 
 from marlhub.conformance import check
 from marlhub.episode.play import RandomEpisode
+from tests.conformance import round4_breakers as D
 from tests.conformance import valid_envs as V
 
 
@@ -16,6 +17,14 @@ def test_valid_env_passes_strict_check_with_no_finding(env_cls: type) -> None:
     # As a `module:attr` string, so episode 0 is also played in a fresh process.
     report = check(f"{V.__name__}:{env_cls.__name__}", episodes=5, strict=True)
     assert report.ok, str(report)
+    assert report.findings == [], str(report)
+
+
+@pytest.mark.parametrize("env_cls", [D.Patrol, D.BombAtTheLimit, D.NoopIsZero],
+                         ids=lambda c: c.__name__)
+def test_valid_twins_of_round_4_pass_strict_check(env_cls: type) -> None:
+    # Every agent dies at the limit (a termination by the game); [0, 0] is a command.
+    report = check(f"{D.__name__}:{env_cls.__name__}", episodes=5, strict=True)
     assert report.findings == [], str(report)
 
 
