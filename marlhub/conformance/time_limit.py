@@ -145,14 +145,12 @@ class TimeLimitProbe:
             episode, seed, actions = kept[0], kept[1], kept[2]
             checked.add(episode)
             verdict = self._raised_plays_on(seed, actions)
-            where = {"episode": episode, "step": len(actions),
-                     "reproducer": Reproducer(seed, actions)}
-            if verdict is not None and verdict[0]:
-                self.host.add(DONE_TIME_LIMIT, verdict[1], **where)
-                return
+            message = verdict[1] if verdict is not None and verdict[0] else None
             if verdict is None and kept is self.at_limit:  # the limit cannot be tried: its step
-                self.host.add(DONE_TIME_LIMIT, time_limit_message(kept[3], len(actions)),
-                              **where)
+                message = time_limit_message(kept[3], len(actions))
+            if message is not None:
+                self.host.add(DONE_TIME_LIMIT, message, episode=episode, step=len(actions),
+                              reproducer=Reproducer(seed, actions))
                 return
 
     def _raised_plays_on(self, seed: Optional[int], actions: list[dict[Any, Any]]
