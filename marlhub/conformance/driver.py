@@ -225,7 +225,7 @@ class Driver:
                 self.on_episode(episode + 1, self.options.episodes)
             if played.ended:
                 self.probes.step_after_end(episode, played.seed, played.actions,
-                                           played.trace[-1][3])
+                                           *played.trace[-1][2:])
             if self.options.replay and not played.aborted:
                 self._replay(episode, played)
             if episode == 0 and not played.aborted:

@@ -160,17 +160,24 @@ class Probes:
                        f"step() before the first reset() {problem}; {_REFUSE}.")
 
     def step_after_end(self, episode: int, seed: Optional[int], actions: list[dict[Any, Any]],
-                       truncateds: Mapping[Any, Any]) -> None:
-        """Step after ``__all__`` with the last action dict, then with ``{}``: after the first
+                       terminateds: Mapping[Any, Any], truncateds: Mapping[Any, Any]) -> None:
+        """Step after ``__all__`` with the last action dict, with its agents not flagged done
+        (an env whose ``__all__`` says less than it does), then with ``{}``: after the first
         episode that ends by termination and the first cut by truncation (an env may guard
         one of them only), until one of them finds something."""
-        how = _flag(truncateds)
+        how = _flag(truncateds, ALL)
         if how in self._ends_probed or self._end_found:
             return
         self._ends_probed.add(how)
         last = actions[-1] if actions else {}
+        going = {a: x for a, x in last.items()
+                 if not (_flag(terminateds, a) or _flag(truncateds, a))}
+        tries = [(f"the last action dict {short(last, 80)}", last)]
+        if going and len(going) < len(last):
+            tries.append((f"the actions of the agents not flagged done {short(going, 80)}",
+                          going))
         problems, first = [], None
-        for what, sent in ((f"the last action dict {short(last, 80)}", last), ("{}", {})):
+        for what, sent in (*tries, ("{}", {})):
             problem = why_not_refused(self.d.env, copy_actions(sent))
             if problem:
                 problems.append(f"with {what} it {problem}")
@@ -433,9 +440,9 @@ class Probes:
                        f"{len(mine) - 1}. {fix}", **where)
 
 
-def _flag(truncateds: Any) -> bool:
+def _flag(flags: Any, key: Any) -> bool:
     try:
-        return bool(flag(truncateds, ALL))
+        return bool(flag(flags, key))
     except Exception:  # malformed flags: the done.* rules report them
         return False
 

@@ -170,6 +170,22 @@ class StepsOnAfterTruncation(Patrol):
         return obs, rewards, terminateds, truncateds, infos
 
 
+class EndsWhenAnyoneDies(Patrol):
+    """`__all__ = any(terminateds.values())`: the episode is reported over at the first death,
+    while the env plays on with the others (it refuses the dead agent's action)."""
+
+    DEATH_P = 0.15
+
+    def step(self, action_dict: dict) -> Any:
+        if not self.agents and not self.over:  # the survivors of a reported end play on
+            self.agents = self.survivors
+        obs, rewards, terminateds, truncateds, infos = super().step(action_dict)
+        if any(v for a, v in terminateds.items() if a != "__all__"):
+            terminateds["__all__"] = True
+            self.survivors, self.agents = self.agents, []
+        return obs, rewards, terminateds, truncateds, infos
+
+
 class SharesStateWithItsCopy(Patrol):
     """`__deepcopy__` returns a shallow copy for speed: the copy shares the positions and
     the generator, so stepping the copy moves the original."""

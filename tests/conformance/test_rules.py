@@ -82,6 +82,7 @@ BREAKERS: list[tuple[Any, str, dict[str, Any], Optional[str]]] = [
     (D.TerminatesEachAgentAtTheLimit, R.DONE_TIME_LIMIT, {}, None),
     (D.CountsRoundsToItsLimit, R.DONE_TIME_LIMIT, {}, None),
     (D.StepsOnAfterTruncation, R.EPISODE_STEP_AFTER_END, {}, None),
+    (D.EndsWhenAnyoneDies, R.EPISODE_STEP_AFTER_END, {}, None),
     (D.SharesStateWithItsCopy, R.ENV_COPYABLE, {}, None),
     (D.CloseBeforeResetRaises, R.ENV_CLOSE, {}, None),
     (D.DropsAllZeroVectors, R.ACTION_EFFECTIVE, {}, None),
