@@ -214,18 +214,11 @@ class LifecycleProbes:
         step it with episode 0's first action dict (``{}`` without ``ref``); only a given
         instance is not closed."""
         env = fresh_env(self.d)
-        if env is None:
-            return
-        try:  # vector envs, `with` blocks and failed set-ups build an env and close it unused
-            env.close()
-        except EnvTimeout:
-            raise
-        except Exception as exc:
-            self.d.add(rules.ENV_CLOSE,
-                       f"close() on an instance never reset raised {type(exc).__name__}: "
-                       f"{_clip(str(exc))}; vector envs, `with` blocks and failed set-ups close "
-                       "an env they never reset: release only what was made (set what reset() "
-                       "makes to None in __init__).")
+        # Vector envs, `with` blocks and failed set-ups build an env and close it unused.
+        if env is None or not self._closes(
+                env, "close() on an instance never reset", "vector envs, `with` blocks and "
+                "failed set-ups close an env they never reset: release only what was made "
+                "(set what reset() makes to None in __init__)"):
             return
         env = fresh_env(self.d)
         if env is None:
@@ -238,16 +231,10 @@ class LifecycleProbes:
         except Exception:
             return  # the episodes report what reset raises
         for attempt in ("close()", "close() a second time"):
-            try:
-                env.close()
-            except EnvTimeout:
-                raise
-            except Exception as exc:
-                self.d.add(rules.ENV_CLOSE,
-                           f"{attempt} after reset(seed={seed}) raised {type(exc).__name__}: "
-                           f"{_clip(str(exc))}; close() may be called more than once (vector "
-                           "envs, atexit hooks and `with` blocks do): make it do nothing when "
-                           "there is nothing left to release.")
+            if not self._closes(env, f"{attempt} after reset(seed={seed})", "close() may be "
+                                "called more than once (vector envs, atexit hooks and `with` "
+                                "blocks do): make it do nothing when there is nothing left to "
+                                "release"):
                 return
         if not _closes_something(env):
             return
@@ -257,6 +244,18 @@ class LifecycleProbes:
                        f"step() after close() {problem}; after close() has released what "
                        "the env holds, step() must raise a clear error (e.g. "
                        "marlhub.ResetNeededError('the env was closed')).")
+
+    def _closes(self, env: Any, attempt: str, fix: str) -> bool:
+        """Call ``env.close()``; report ``attempt`` with ``fix`` and return False if it raised."""
+        try:
+            env.close()
+        except EnvTimeout:
+            raise
+        except Exception as exc:
+            self.d.add(rules.ENV_CLOSE, f"{attempt} raised {type(exc).__name__}: "
+                       f"{_clip(str(exc))}; {fix}.")
+            return False
+        return True
 
 
 def _closes_something(env: Any) -> bool:

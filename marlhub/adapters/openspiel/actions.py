@@ -115,11 +115,6 @@ class ActionChecks:
 
     # -- legal-action masks: int8 0/1 arrays over Discrete(num_actions) --------------
 
-    def _native_turn_mask(self, player: int) -> Any:
-        """The mask of the player to move in a C++ game (OpenSpiel: it has a legal action)."""
-        # A writable int8 array over a bytearray: cheaper than np.array(list, np.int8).
-        return np.frombuffer(bytearray(self._state.legal_actions_mask(player)), np.int8)
-
     def _native_mask(self, player: int) -> Any:
         """The legal-action mask of ``player`` in a C++ game (None when it has none)."""
         legal = self._state.legal_actions_mask(player)  # a list of 0s and 1s

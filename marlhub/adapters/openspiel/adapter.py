@@ -46,7 +46,7 @@ _SIMULTANEOUS = -2
 _TERMINAL = -4
 
 #: Rebuilt from the game when unpickled or copied (pyspiel observers support neither).
-_REBUILT = frozenset({"observer", "_read", "_mask", "_turn_mask"})
+_REBUILT = frozenset({"observer", "_read", "_mask"})
 _SHARED = frozenset({"game", "source_game", "_obs_space", "_action_space",  # deep copies share
                      "observation_spaces", "action_spaces"})
 
@@ -170,10 +170,7 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
         # C++ games keep their legal actions within num_distinct_actions(); Python
         # games are checked.
         self._native_masks = not hasattr(self.game, "make_py_observer")
-        if self._native_masks:
-            self._mask, self._turn_mask = self._native_mask, self._native_turn_mask
-        else:
-            self._mask = self._turn_mask = self._checked_mask
+        self._mask = self._native_mask if self._native_masks else self._checked_mask
 
     def _build_spaces(self) -> None:
         self._action_space = gym.spaces.Discrete(self.num_actions)
@@ -293,25 +290,10 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
             obs = self._observe_all(infos)
             terminated = current == _TERMINAL
             return obs, rewards, self._flags(terminated), self._flags(not terminated), infos
-        if current < 0 or not self._native_masks:  # a simultaneous node, or a Python game
-            obs, actor_infos = self._observe_actors(current)
+        obs, actor_infos = self._observe_actors(current)
+        if infos:
             actor_infos.update(infos)
-            return obs, rewards, {ALL: False}, {ALL: False}, actor_infos
-        # The usual next turn, inline (the hot path of every turn-based game): one player
-        # to move in a C++ game, which OpenSpiel guarantees a legal action. A writable int8
-        # array over a bytearray: cheaper than np.array(list, np.int8).
-        mask = np.frombuffer(bytearray(state.legal_actions_mask(current)), np.int8)
-        aid = self._ids[current]
-        self._actors = (current,)
-        self._masks = {current: mask}
-        self._turn = (current, aid, mask)
-        self._simultaneous_node = False
-        if self.mask_in_obs:
-            obs = {aid: {"observation": self._read(state, current), "action_mask": mask}}
-        else:
-            obs = {aid: self._read(state, current)}
-            infos[aid] = {"action_mask": mask}
-        return obs, rewards, {ALL: False}, {ALL: False}, infos
+        return obs, rewards, {ALL: False}, {ALL: False}, actor_infos
 
     def _rewards(self, returns: Any, offenders: Optional[dict[int, int]]
                  ) -> tuple[MultiAgentDict, MultiAgentDict]:
@@ -355,8 +337,11 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
     def _observe_actors(self, current: int) -> tuple[MultiAgentDict, MultiAgentDict]:
         state = self._state
         if current >= 0:
-            # The usual case, kept short: one player to move.
-            mask = self._turn_mask(current)
+            # The usual case, kept short: one player to move. In a C++ game it has a legal
+            # action (OpenSpiel's rule): the mask, a writable int8 array over a bytearray, is
+            # cheaper than np.array(list, np.int8).
+            mask = (np.frombuffer(bytearray(state.legal_actions_mask(current)), np.int8)
+                    if self._native_masks else self._checked_mask(current))
             if mask is not None:
                 aid = self._ids[current]
                 self._actors = (current,)
