@@ -5,14 +5,15 @@ terminated one, so an env that reports its time limit as termination teaches a w
 value, and nothing crashes. Where an env declares its limit (``max_steps``,
 ``max_episode_steps``, ``max_cycles``, ``spec.max_episode_steps``), the suite judges an
 episode that ended with a termination by what the limit does
-(:class:`TimeLimitProbe`): where the limit is an attribute it can raise, it plays the
+(:class:`TimeLimitProbe`): where the limit is an attribute it can set, it plays the
 same seed and actions on two fresh instances, one with the limit raised; if the raised
 one plays on where the other terminated (an agent's flag, or ``__all__``), the
 termination was the limit, wherever it fell (a turn-based port that counts rounds, a
-per-agent flag). If both end alike, the game ended by itself, even at the limit (every
-agent died on the last step). Where the limit cannot be raised, or the two differ
-before the end, an episode that ends exactly at the limit with ``terminateds["__all__"]``
-and without ``truncateds["__all__"]`` is one.
+per-agent flag). If both end alike and a third instance, its limit lowered, ends sooner
+(the env reads the attribute), the game ended by itself, even at the limit (every agent
+died on the last step). Where the limit cannot be set, the env does not read it, or the
+two differ before the end, an episode that ends exactly at the limit with
+``terminateds["__all__"]`` and without ``truncateds["__all__"]`` is one.
 
 Example:
     >>> class Env:
@@ -161,22 +162,22 @@ class TimeLimitProbe:
         if declared is None:
             return None
         name, limit = declared
-        raised, lowered = limit * 2 + 2, max(1, min(limit, len(actions)) // 2)
-        control, longer, shorter = (self._replay(seed, actions, name, value)
-                                    for value in (None, raised, lowered))
+        raised = limit * 2 + 2
+        control = self._replay(seed, actions, name, None)
+        longer = self._replay(seed, actions, name, raised)
         if control is None or longer is None:
             return None
         difference = first_difference(control, longer)
         if difference is None:
             # Alike: a game that ended by itself, if the env reads the attribute at all (a
             # lower limit ends it sooner); one that ignores it declares nothing to judge by.
+            shorter = self._replay(seed, actions, name, max(1, min(limit, len(actions)) // 2))
             honoured = shorter is None or first_difference(control, shorter) is not None
             return (False, "") if honoured else None
         if difference[0] < len(actions):
             return None  # the limit shows before the end (an observed time left): not judged
-        runs = [control, longer]
-        ended = _terminated(runs[0][-1][2])
-        still = [key for key in ended if key in _terminated(runs[1][-1][2])]
+        ended = _terminated(control[-1][2])
+        still = [key for key in ended if key in _terminated(longer[-1][2])]
         if still == ended:
             return False, ""
         gone = [key for key in ended if key not in still]
