@@ -227,6 +227,11 @@ class OpenSpielEnv(ActionChecks, MultiAgentEnv):
                 # The seed itself, so that a game made by to_openspiel resets its env with it.
                 self.game = load_game(self.source_game,
                                       {self._seed_param: int(seed) % (2**31 - 1)})
+        elif self._np_random is None and self._seed_param is not None:
+            # Never seeded: a game that samples from its own generator would start from its
+            # default seed in every run; reset(seed=None) draws one from the OS instead.
+            self.game = load_game(self.source_game, {
+                self._seed_param: int(self.np_random.integers(2**31 - 1))})
         if self._start is not None:
             state = self._state = self._start.clone()
         else:

@@ -114,6 +114,18 @@ def test_sampled_stochastic_games_keep_their_parameters_when_reseeded() -> None:
     assert env.source_game.get_parameters()["rng_seed"] == -1
 
 
+def test_a_game_with_its_own_generator_starts_from_the_os_when_never_seeded() -> None:
+    # bridge_uncontested_bidding deals from the game's own generator (rng_seed): unseeded,
+    # every run dealt the same hands; reset(seed=None) draws the seed from the OS now.
+    deals = {str(from_openspiel("bridge_uncontested_bidding").reset()[0]["player_0"]
+                 ["observation"].tolist()) for _ in range(3)}
+    assert len(deals) == 3
+    seeded = [from_openspiel("bridge_uncontested_bidding") for _ in range(2)]
+    first = [str(env.reset(seed=5)[0]["player_0"]["observation"].tolist()) for env in seeded]
+    then = [str(env.reset()[0]["player_0"]["observation"].tolist()) for env in seeded]
+    assert first[0] == first[1] and then[0] == then[1]  # after a seed, the generator goes on
+
+
 def test_sequential_node_one_actor_whose_obs_is_its_tensor_and_mask() -> None:
     env = from_openspiel("leduc_poker")
     obs, infos = env.reset(seed=0)
