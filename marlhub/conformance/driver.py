@@ -44,6 +44,7 @@ from marlhub.conformance.calls import (
 )
 from marlhub.conformance.fresh_process import FRESH_PROCESS_SECONDS, FreshProcess, take
 from marlhub.conformance.lifecycle import LifecycleProbes
+from marlhub.conformance.mid_reset import MidEpisodeReset
 from marlhub.conformance.options import CheckOptions
 from marlhub.conformance.probes import Probes
 from marlhub.conformance.random_state import GlobalRandomWatch
@@ -249,7 +250,7 @@ class Driver:
             # Forms, instances and resets show in the first steps; long games are cut there.
             head = reference.head(PROBED_STEPS)
             ActionFormsProbe(self).run(head)
-            for probe in (self.probes.fresh_instance, self.probes.mid_episode_reset,
+            for probe in (self.probes.fresh_instance, MidEpisodeReset(self).run,
                           self.probes.unseeded_reset, ActionEffectProbe(self).run):
                 if self.reproducible:  # each replays the recording: once one differs, stop
                     probe(head)

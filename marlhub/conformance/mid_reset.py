@@ -1,9 +1,12 @@
-"""Where a reset in the middle of an episode is most likely to find state left over.
+"""reset.mid_episode: a reset in the middle of an episode starts a clean one.
 
-``reset.mid_episode`` resets a recorded episode midway and plays it again from its
-seed. A reset halfway finds counters and boards that only an episode's end clears; an
-env that forgets its dead (or its late joiners) in ``step`` at the episode's end
-instead of in ``reset`` only shows it when the reset comes after a death (a join).
+:class:`MidEpisodeReset` resets a recorded episode midway and plays it again from its
+seed: a reset halfway finds counters and boards that only an episode's end clears; an
+env that forgets its dead (or its late joiners) in ``step`` at the episode's end instead
+of in ``reset`` only shows it when the reset comes after a death (a join)
+(:func:`cut_points`). Then it resets the cut episode into another seed and plays on
+beside a fresh instance that starts clean with that seed: what leaks (bombs still
+ticking, a queue of messages) may hit nobody in the recorded episode and somebody there.
 
 Example:
     >>> from marlhub.conformance.trajectories import Recording
@@ -20,11 +23,123 @@ Example:
 
 from __future__ import annotations
 
-from marlhub.conformance.trajectories import Recording
-from marlhub.core import ALL
-from marlhub.episode.status import truthy
+from typing import Any, Optional
 
-__all__ = ["cut_points"]
+from marlhub.conformance.calls import EnvTimeout, unpack_reset, unpack_step
+from marlhub.conformance.host import ProbeHost, fresh_env
+from marlhub.conformance.trajectories import (
+    Recording,
+    Snapshot,
+    first_difference,
+    play_actions,
+    snapshot,
+)
+from marlhub.contract import rules
+from marlhub.core import ALL
+from marlhub.episode.play import RandomEpisode, random_actions
+from marlhub.episode.status import truthy
+from marlhub.spaces import ActionSampler
+
+__all__ = ["MidEpisodeReset", "cut_points"]
+
+_FIX = ("Set all episode state in reset() (step counters, boards, buffers, pending events, the "
+        "set of done agents and of agents that joined), not only when an episode ends.")
+
+
+class MidEpisodeReset:
+    """The ``reset.mid_episode`` probe of one check: ``MidEpisodeReset(host).run(ref)``."""
+
+    def __init__(self, host: ProbeHost) -> None:
+        self.d = host
+
+    def run(self, ref: Recording) -> None:
+        """Cut ``ref`` at each of its :func:`cut_points`, reset with its seed and replay it
+        whole, then reset the last cut into another seed; report the first that changed."""
+        cuts = cut_points(ref)
+        for cut in cuts:
+            if not self._reset_after(ref, cut):
+                return  # one finding is enough
+        if cuts:
+            self._into_another_seed(ref, cuts[-1])
+
+    def _reset_after(self, ref: Recording, half: int) -> bool:
+        """Play ``half`` steps, reset and replay ``ref``; report and return False if it changed."""
+        into: list[Snapshot] = []
+        error = self._play(ref.seed, ref.actions[:half], []) or self._play(
+            ref.seed, ref.actions, into)
+        recipe = (f"reproduce: env.reset(seed={ref.seed}), {half} of the episode's action dicts, "
+                  f"env.reset(seed={ref.seed}) again, then all {len(ref.actions)}")
+        if error:
+            self.d.add(rules.RESET_MID_EPISODE,
+                       f"after a reset in the middle of an episode (after {half} steps), the same "
+                       f"seed ({ref.seed}) and actions raised {error}, where after a reset at the "
+                       f"end they did not ({recipe}). {_FIX}", episode=ref.episode)
+            return False
+        difference = first_difference(ref.snapshots, into)
+        if difference:
+            k, what, reason = difference
+            self.d.add(rules.RESET_MID_EPISODE,
+                       f"a reset in the middle of an episode (after {half} of its "
+                       f"{len(ref.actions)} steps) did not start a clean one: the same seed "
+                       f"({ref.seed}) and actions then gave different {what} at step {k} "
+                       f"({reason}; after a reset at the end vs in the middle; {recipe}). {_FIX}",
+                       episode=ref.episode, step=k)
+            return False
+        return True
+
+    def _into_another_seed(self, ref: Recording, cut: int) -> None:
+        """Play ``cut`` steps of ``ref``, reset with another seed and play on, beside a fresh
+        instance that plays that seed from a clean start with the same actions."""
+        fresh = fresh_env(self.d)
+        if fresh is None:
+            return
+        seed = (0 if ref.seed is None else ref.seed) + 1
+        sampler = ActionSampler(seed)
+        space_of = self.d.spaces.action_space
+        clean: list[Snapshot] = []
+        try:
+            run = RandomEpisode(
+                fresh, seed, max_steps=max(len(ref.actions), 1), reset_kwargs=self.d.reset_kwargs,
+                read_reset=unpack_reset, read_step=unpack_step,
+                choose=lambda actors, obs, infos: random_actions(actors, obs, infos, space_of,
+                                                                 sampler))
+            for step in run:
+                clean.append(snapshot(step.obs, step.rewards, step.terminateds, step.truncateds))
+        except EnvTimeout:
+            raise
+        except Exception:
+            return  # the episodes report what the env raises
+        finally:
+            _close(fresh)
+        into: list[Snapshot] = []
+        if self._play(ref.seed, ref.actions[:cut], []) or self._play(seed, run.actions, into):
+            return  # a replay that raises here is judged by the episodes and the cuts above
+        difference = first_difference(clean, into)
+        if difference:
+            k, what, reason = difference
+            self.d.add(rules.RESET_MID_EPISODE,
+                       f"a reset into another seed in the middle of an episode (after {cut} of "
+                       f"the {len(ref.actions)} steps seeded {ref.seed}, reset(seed={seed})) did "
+                       f"not start the episode a fresh instance starts with that seed and the same "
+                       f"actions: different {what} at step {k} ({reason}; the fresh instance vs "
+                       f"after the cut). {_FIX}", episode=ref.episode, step=k)
+
+    def _play(self, seed: Optional[int], actions: list[dict[Any, Any]],
+              into: list[Snapshot]) -> Optional[str]:
+        try:
+            play_actions(self.d.env, seed, actions, self.d.reset_kwargs, into)
+        except EnvTimeout:
+            raise
+        except Exception as exc:
+            return f"{type(exc).__name__}: {str(exc)[:100]}"
+        return None
+
+
+def _close(env: Any) -> None:
+    try:
+        env.close()
+    except Exception:  # best effort: the lifecycle probes judge close()
+        pass
 
 
 def cut_points(ref: Recording) -> list[int]:

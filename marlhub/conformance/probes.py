@@ -42,7 +42,6 @@ from marlhub.conformance.calls import (
 from marlhub.conformance.fresh_process import FreshProcess
 from marlhub.conformance.host import ProbeHost, fresh_env
 from marlhub.conformance.memory import PROBE_EPISODES, memory_growth
-from marlhub.conformance.mid_reset import cut_points
 from marlhub.conformance.trajectories import (
     NAMES,
     Recording,
@@ -315,42 +314,6 @@ class Probes:
             return not (self._play(ref, into, env=env) or first_difference(ref.snapshots, into))
         finally:
             _close(env)
-
-    def mid_episode_reset(self, ref: Recording) -> None:
-        """Stop ``ref`` midway, reset with its seed and play it whole: it must not change.
-
-        Midway is after the first death and after the first late join, where the episode
-        has them (state an env may forget to reset), else halfway.
-        """
-        for cut in cut_points(ref):
-            if not self._reset_after(ref, cut):
-                return  # one finding is enough
-
-    def _reset_after(self, ref: Recording, half: int) -> bool:
-        """Play ``half`` steps, reset and replay ``ref``; report and return False if it changed."""
-        into: list[Snapshot] = []
-        error = self._play(ref, [], actions=ref.actions[:half]) or self._play(ref, into)
-        recipe = (f"reproduce: env.reset(seed={ref.seed}), {half} of the episode's action dicts, "
-                  f"env.reset(seed={ref.seed}) again, then all {len(ref.actions)}")
-        fix = ("Set all episode state in reset() (step counters, boards, buffers, the set of "
-               "done agents and of agents that joined), not only when an episode ends.")
-        if error:
-            self.d.add(rules.RESET_MID_EPISODE,
-                       f"after a reset in the middle of an episode (after {half} steps), the same "
-                       f"seed ({ref.seed}) and actions raised {error}, where after a reset at the "
-                       f"end they did not ({recipe}). {fix}", episode=ref.episode)
-            return False
-        difference = first_difference(ref.snapshots, into)
-        if difference:
-            k, what, reason = difference
-            self.d.add(rules.RESET_MID_EPISODE,
-                       f"a reset in the middle of an episode (after {half} of its "
-                       f"{len(ref.actions)} steps) did not start a clean one: the same seed "
-                       f"({ref.seed}) and actions then gave different {what} at step {k} "
-                       f"({reason}; after a reset at the end vs in the middle; {recipe}). {fix}",
-                       episode=ref.episode, step=k)
-            return False
-        return True
 
     def unseeded_reset(self, ref: Recording) -> None:
         """After ``ref``, reset without a seed and play on, here and on a fresh instance.

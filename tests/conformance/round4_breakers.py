@@ -150,6 +150,26 @@ class StartsFromOneSeedUnseeded(Patrol):
         return super().reset(seed=42 if seed is None else seed, options=options)
 
 
+class KeepsItsMapOnAnEarlyReset(Patrol):
+    """reset() draws a new map of bonus cells only when the last episode ended: a reset in
+    the middle keeps the old map, which a reset with the same seed cannot show (it draws
+    that map again) and a reset with another seed does."""
+
+    DEATH_P = 0.0
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> tuple[dict, dict]:
+        ended = self.over
+        obs, infos = super().reset(seed=seed, options=options)
+        if ended or not hasattr(self, "bonus"):
+            self.bonus = self.np_random.random(self.WIDTH + 1)
+        return obs, infos
+
+    def step(self, action_dict: dict) -> Any:
+        obs, rewards, terminateds, truncateds, infos = super().step(action_dict)
+        return (obs, {a: r + float(self.bonus[self.pos[a]]) for a, r in rewards.items()},
+                terminateds, truncateds, infos)
+
+
 # -- the end, copies and close -----------------------------------------------------------
 
 

@@ -82,6 +82,7 @@ BREAKERS: list[tuple[Any, str, dict[str, Any], Optional[str]]] = [
     (D.TerminatesEachAgentAtTheLimit, R.DONE_TIME_LIMIT, {}, None),
     (D.CountsRoundsToItsLimit, R.DONE_TIME_LIMIT, {}, None),
     (D.StartsFromOneSeedUnseeded, R.SEED_REPRODUCIBLE, {}, "warning"),
+    (D.KeepsItsMapOnAnEarlyReset, R.RESET_MID_EPISODE, {}, None),
     (D.StepsOnAfterTruncation, R.EPISODE_STEP_AFTER_END, {}, None),
     (D.EndsWhenAnyoneDies, R.EPISODE_STEP_AFTER_END, {}, None),
     (D.SharesStateWithItsCopy, R.ENV_COPYABLE, {}, None),
