@@ -29,7 +29,7 @@ from marlhub.contract.checks import SpaceCache
 from marlhub.contract.findings import Reproducer
 from marlhub.contract.rules import Severity
 
-__all__ = ["ProbeHost", "fresh_env"]
+__all__ = ["ProbeHost", "close_quietly", "fresh_env"]
 
 
 @runtime_checkable
@@ -76,3 +76,14 @@ def fresh_env(host: ProbeHost) -> Any:
         return host.make_fresh()
     except Exception:
         return None
+
+
+def close_quietly(env: Any) -> None:
+    """Close an env a probe made, if it can be closed; closing is best effort there (the
+    lifecycle probes judge ``close()`` itself)."""
+    close = getattr(env, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:
+            pass

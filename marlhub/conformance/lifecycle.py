@@ -42,8 +42,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from marlhub.conformance.calls import EnvTimeout, short, unpack_step
-from marlhub.conformance.host import ProbeHost, fresh_env
-from marlhub.conformance.probes import _clip, _close, why_not_refused
+from marlhub.conformance.host import ProbeHost, close_quietly, fresh_env
+from marlhub.conformance.probes import _clip, why_not_refused
 from marlhub.conformance.trajectories import (
     Recording,
     Snapshot,
@@ -129,7 +129,7 @@ class LifecycleProbes:
                     return
             finally:
                 if own:
-                    _close(env)
+                    close_quietly(env)
 
     def _copy_plays_on(self, env: Any, how: str, make_copy: Callable[[Any], Any],
                        ref: Recording, k: int) -> bool:
@@ -159,7 +159,7 @@ class LifecycleProbes:
                 error = _step_on(played, ref.actions[k:k + COPY_STEPS], into)
             finally:
                 if played is twin and twin is not env:
-                    _close(twin)
+                    close_quietly(twin)
             if error and played is twin and _refuses_until_reset(error):
                 return True  # it says it must be reset first: it does not pass for the original
             difference = None if error else first_difference(expected, into[:len(expected)])
@@ -199,7 +199,7 @@ class LifecycleProbes:
             return
         finally:
             if own:
-                _close(env)
+                close_quietly(env)
         problem = why_not_rendered(mode, frame)
         if problem:
             self.d.add(rules.RENDER_MODE,

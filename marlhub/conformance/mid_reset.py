@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from marlhub.conformance.calls import EnvTimeout, unpack_reset, unpack_step
-from marlhub.conformance.host import ProbeHost, fresh_env
+from marlhub.conformance.host import ProbeHost, close_quietly, fresh_env
 from marlhub.conformance.trajectories import (
     Recording,
     Snapshot,
@@ -110,7 +110,7 @@ class MidEpisodeReset:
         except Exception:
             return  # the episodes report what the env raises
         finally:
-            _close(fresh)
+            close_quietly(fresh)
         into: list[Snapshot] = []
         if self._play(ref.seed, ref.actions[:cut], []) or self._play(seed, run.actions, into):
             return  # a replay that raises here is judged by the episodes and the cuts above
@@ -133,13 +133,6 @@ class MidEpisodeReset:
         except Exception as exc:
             return f"{type(exc).__name__}: {str(exc)[:100]}"
         return None
-
-
-def _close(env: Any) -> None:
-    try:
-        env.close()
-    except Exception:  # best effort: the lifecycle probes judge close()
-        pass
 
 
 def cut_points(ref: Recording) -> list[int]:

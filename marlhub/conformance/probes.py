@@ -40,7 +40,7 @@ from marlhub.conformance.calls import (
     unpack_step,
 )
 from marlhub.conformance.fresh_process import FreshProcess
-from marlhub.conformance.host import ProbeHost, fresh_env
+from marlhub.conformance.host import ProbeHost, close_quietly, fresh_env
 from marlhub.conformance.memory import PROBE_EPISODES, memory_growth
 from marlhub.conformance.trajectories import (
     NAMES,
@@ -159,7 +159,7 @@ class Probes:
         if fresh is None:
             return
         problem = why_not_refused(fresh, {})
-        _close(fresh)
+        close_quietly(fresh)
         if problem:
             self.d.add(rules.EPISODE_STEP_AFTER_END,
                        f"step() before the first reset() {problem}; {_REFUSE}.")
@@ -233,7 +233,7 @@ class Probes:
         try:
             starts = {self._start(env, seed) for seed in range(SEEDS_TRIED)}
         finally:
-            _close(env)
+            close_quietly(env)
         if None in starts or len(starts) < SEEDS_TRIED:
             return  # it raised (the episodes report it), or the start does not vary enough
         unseeded = set()
@@ -242,7 +242,7 @@ class Probes:
             try:
                 unseeded.add(self._start(env, None))
             finally:
-                _close(env)
+                close_quietly(env)
         if len(unseeded) == 1 and None not in unseeded:
             self.d.add(rules.SEED_REPRODUCIBLE,
                        f"reset() without a seed started alike on four fresh instances, where "
@@ -277,7 +277,7 @@ class Probes:
         try:
             error = self._interleave(ref, env, runs)
         finally:
-            _close(env)
+            close_quietly(env)
         where: dict[str, Any] = {"episode": ref.episode,
                                  "reproducer": Reproducer(ref.seed, ref.actions)}
         fix = ("State shared between instances (numpy's global np.random or Python's random "
@@ -322,7 +322,7 @@ class Probes:
             into: list[Snapshot] = []
             return not (self._play(ref, into, env=env) or first_difference(ref.snapshots, into))
         finally:
-            _close(env)
+            close_quietly(env)
 
     def unseeded_reset(self, ref: Recording) -> None:
         """After ``ref``, reset without a seed and play on, here and on a fresh instance.
@@ -341,7 +341,7 @@ class Probes:
                       for env, past, into in ((self.d.env, seeded[0], runs[0]),
                                               (fresh, seeded[1], runs[1]))]
         finally:
-            _close(fresh)
+            close_quietly(fresh)
         # What raises, and a fresh instance that differs already under the seed, are the
         # other probes' findings.
         difference = (None if any(errors) or first_difference(*seeded)
@@ -457,12 +457,3 @@ def _flag(flags: Any, key: Any) -> bool:
         return bool(flag(flags, key))
     except Exception:  # malformed flags: the done.* rules report them
         return False
-
-
-def _close(env: Any) -> None:
-    close = getattr(env, "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception:  # closing is best effort
-            pass

@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from marlhub.conformance.calls import EnvTimeout, time_limit
 from marlhub.conformance.driver import Driver
+from marlhub.conformance.host import close_quietly
 from marlhub.conformance.interop import check_targets
 from marlhub.conformance.known_faults import mark_known_faults
 from marlhub.conformance.options import DEFAULT_MAX_STEPS, CheckOptions
@@ -125,7 +126,7 @@ def _run_checks(target: Any, resolved: Any, options: CheckOptions, registry: Opt
                         spec=_spec_of(target, registry), on_episode=on_episode)
         report = driver.run()
     finally:
-        _close(env)
+        close_quietly(env)
     reg = registry or default_registry()
     if options.against_native:
         start = time.perf_counter()
@@ -189,13 +190,6 @@ def _copies_of(env: Any) -> Callable[[], Any]:
     return lambda: copy.deepcopy(env)
 
 
-def _close(env: Any) -> None:
-    close = getattr(env, "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception:  # closing is best effort; the report is what matters
-            pass
 
 
 def assert_conforms(target: Any, **options: Any) -> Report:

@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from marlhub.conformance.host import ProbeHost, fresh_env
+from marlhub.conformance.host import ProbeHost, close_quietly, fresh_env
 from marlhub.conformance.report import Reproducer
 from marlhub.conformance.trajectories import Snapshot, first_difference, play_actions
 from marlhub.contract.rules import DONE_TIME_LIMIT
@@ -205,7 +205,7 @@ class TimeLimitProbe:
         except Exception:  # a limit that is not an attribute to set, or an episode that ended
             return None
         finally:
-            _close(env)
+            close_quietly(env)
 
 
 def settable_limit(env: Any) -> Optional[tuple[str, int]]:
@@ -216,10 +216,3 @@ def settable_limit(env: Any) -> Optional[tuple[str, int]]:
         if value is not None:
             return name, value
     return None
-
-
-def _close(env: Any) -> None:
-    try:
-        env.close()
-    except Exception:  # best effort: the lifecycle probes judge close()
-        pass
