@@ -4,9 +4,10 @@
 seed: a reset halfway finds counters and boards that only an episode's end clears; an
 env that forgets its dead (or its late joiners) in ``step`` at the episode's end instead
 of in ``reset`` only shows it when the reset comes after a death (a join)
-(:func:`cut_points`). Then it resets the cut episode into another seed and plays on
-beside a fresh instance that starts clean with that seed: what leaks (bombs still
-ticking, a queue of messages) may hit nobody in the recorded episode and somebody there.
+(:func:`cut_points`). Then, on a fresh instance, it resets a cut episode into another
+seed and plays on as that instance played the seed from a clean start: what leaks (a
+map drawn only when an episode ended, bombs still ticking) may show nowhere in the
+recorded episode and somewhere there.
 
 Example:
     >>> from marlhub.conformance.trajectories import Recording
@@ -88,8 +89,9 @@ class MidEpisodeReset:
         return True
 
     def _into_another_seed(self, ref: Recording, cut: int) -> None:
-        """Play ``cut`` steps of ``ref``, reset with another seed and play on, beside a fresh
-        instance that plays that seed from a clean start with the same actions."""
+        """On a fresh instance: play another seed from a clean start with random actions; then
+        play ``cut`` steps of ``ref``, reset with that seed and play the same actions again.
+        One instance for both, so what differs between instances is not counted here."""
         fresh = fresh_env(self.d)
         if fresh is None:
             return
@@ -97,6 +99,7 @@ class MidEpisodeReset:
         sampler = ActionSampler(seed)
         space_of = self.d.spaces.action_space
         clean: list[Snapshot] = []
+        into: list[Snapshot] = []
         try:
             run = RandomEpisode(
                 fresh, seed, max_steps=max(len(ref.actions), 1), reset_kwargs=self.d.reset_kwargs,
@@ -105,29 +108,31 @@ class MidEpisodeReset:
                                                                  sampler))
             for step in run:
                 clean.append(snapshot(step.obs, step.rewards, step.terminateds, step.truncateds))
+            if self._play(ref.seed, ref.actions[:cut], [], fresh) or self._play(
+                    seed, run.actions, into, fresh):
+                return  # a replay that raises here is judged by the episodes and the cuts above
         except EnvTimeout:
             raise
         except Exception:
             return  # the episodes report what the env raises
         finally:
             close_quietly(fresh)
-        into: list[Snapshot] = []
-        if self._play(ref.seed, ref.actions[:cut], []) or self._play(seed, run.actions, into):
-            return  # a replay that raises here is judged by the episodes and the cuts above
         difference = first_difference(clean, into)
         if difference:
             k, what, reason = difference
             self.d.add(rules.RESET_MID_EPISODE,
                        f"a reset into another seed in the middle of an episode (after {cut} of "
                        f"the {len(ref.actions)} steps seeded {ref.seed}, reset(seed={seed})) did "
-                       f"not start the episode a fresh instance starts with that seed and the same "
-                       f"actions: different {what} at step {k} ({reason}; the fresh instance vs "
-                       f"after the cut). {_FIX}", episode=ref.episode, step=k)
+                       f"not start the episode the same instance started with that seed and the "
+                       f"same actions from a clean start: different {what} at step {k} ({reason};"
+                       f" from a clean start vs after the cut). {_FIX}", episode=ref.episode,
+                       step=k)
 
-    def _play(self, seed: Optional[int], actions: list[dict[Any, Any]],
-              into: list[Snapshot]) -> Optional[str]:
+    def _play(self, seed: Optional[int], actions: list[dict[Any, Any]], into: list[Snapshot],
+              env: Any = None) -> Optional[str]:
         try:
-            play_actions(self.d.env, seed, actions, self.d.reset_kwargs, into)
+            play_actions(self.d.env if env is None else env, seed, actions, self.d.reset_kwargs,
+                         into)
         except EnvTimeout:
             raise
         except Exception as exc:
