@@ -24,10 +24,11 @@ from typing import Any, Callable, ClassVar, Optional
 
 import numpy as np
 
-from marlhub.core import ALL, AgentID
+from marlhub.core import ALL, AgentID, MultiAgentDict
+from marlhub.episode.actions import ActionChecker, check_keys
 from marlhub.episode.lockstep import Lockstep, NativeTwin
 from marlhub.episode.play import Step
-from marlhub.episode.status import NOT_RESET, flag
+from marlhub.episode.status import NOT_RESET, flag, require_running
 from marlhub.errors import ConfigError
 
 __all__ = ["SEEDING", "JaxTwin", "PureJaxHubEnv", "compiled_once", "made_once",
@@ -83,6 +84,10 @@ class PureJaxHubEnv:
     _make_again: ClassVar["staticmethod[[str, tuple[tuple[str, Any], ...]], Any]"]
     _functions: ClassVar["staticmethod[[Any], Any]"]
     made_as: Optional[tuple[str, dict[str, Any]]]
+    possible_agents: list[AgentID]
+    np_random: np.random.Generator
+    _name: str
+    _checker: ActionChecker
 
     def __init__(self) -> None:
         super().__init__()
@@ -92,6 +97,28 @@ class PureJaxHubEnv:
         self._actors: list[AgentID] = []
         self._cannot_step: Optional[str] = NOT_RESET
         self.metadata: dict[str, Any] = {"render_modes": []}
+
+    def _start_key(self, seed: Optional[int]) -> Any:
+        """The key an episode starts from: ``jax.random.PRNGKey(seed)`` for a seed; unseeded,
+        the key the last episode left, or at the first reset one drawn from ``np_random``."""
+        if seed is not None:
+            return seed_key(seed)
+        if self._key is None:
+            return seed_key(int(self.np_random.integers(2**31)))
+        return self._key
+
+    def _checked_actions(self, action_dict: MultiAgentDict) -> dict[AgentID, Any]:
+        """The actors' actions, each checked against its space and mask.
+
+        Raises:
+            ResetNeededError: before ``reset()`` or after ``__all__``.
+            ActionError: a missing or extra agent, an action outside its space or mask.
+        """
+        require_running(self._name, self._cannot_step)
+        check_keys(self._name, action_dict, actors=self._actors,
+                   possible_agents=self.possible_agents)
+        return {a: self._checker.check(a, action_dict[a], self._masks.get(a))
+                for a in self._actors}
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         """A copy that goes on alone: the env and its compiled functions are pure and shared,

@@ -36,8 +36,8 @@ from marlhub.core import (
     ResetResult,
     StepResult,
 )
-from marlhub.episode.actions import ActionChecker, check_keys
-from marlhub.episode.status import EPISODE_OVER, require_running
+from marlhub.episode.actions import ActionChecker
+from marlhub.episode.status import EPISODE_OVER
 from marlhub.errors import ConfigError
 from marlhub.spaces import ACTION_MASK_KEY, zero_like
 
@@ -143,11 +143,7 @@ class JaxMarlHubEnv(PureJaxHubEnv, MultiAgentEnv):
     ) -> ResetResult:
         """Start an episode (``jax.random.PRNGKey(seed)`` first when a seed is given)."""
         super().reset(seed=seed)
-        if seed is not None:
-            self._key = self._fns.seed_key(seed)
-        elif self._key is None:
-            self._key = self._fns.seed_key(int(self.np_random.integers(2**31)))
-        self._key, obs, self._state = self._fns.reset(self._key)
+        self._key, obs, self._state = self._fns.reset(self._start_key(seed))
         self.agents = list(self.possible_agents)
         self._cannot_step = None
         obs = to_numpy(obs)
@@ -163,11 +159,7 @@ class JaxMarlHubEnv(PureJaxHubEnv, MultiAgentEnv):
             ResetNeededError: before ``reset()`` or after ``__all__``.
             ActionError: a missing or extra agent, an action outside its space or mask.
         """
-        require_running(self._name, self._cannot_step)
-        check_keys(self._name, action_dict, actors=self._actors,
-                   possible_agents=self.possible_agents)
-        actions = {a: self._checker.check(a, action_dict[a], self._masks.get(a))
-                   for a in self._actors}
+        actions = self._checked_actions(action_dict)
         for agent in self.possible_agents:  # the idle and the done: their first legal action
             if agent not in actions:
                 actions[agent] = self._only_action(agent)

@@ -28,7 +28,7 @@ from typing import Any, Optional
 import numpy as np
 
 from marlhub.adapters.jax_env import PureJaxHubEnv, to_numpy
-from marlhub.adapters.jumanji.functions import LAST, functions_for, seed_key
+from marlhub.adapters.jumanji.functions import LAST, functions_for
 from marlhub.adapters.jumanji.natives import cached_make
 from marlhub.adapters.jumanji.specs import layout_of, plain_tree
 from marlhub.core import (
@@ -39,8 +39,8 @@ from marlhub.core import (
     ResetResult,
     StepResult,
 )
-from marlhub.episode.actions import ActionChecker, check_keys
-from marlhub.episode.status import EPISODE_OVER, require_running
+from marlhub.episode.actions import ActionChecker
+from marlhub.episode.status import EPISODE_OVER
 from marlhub.spaces import ACTION_MASK_KEY, zero_like
 
 __all__ = ["DISCOUNT_KEY", "JumanjiHubEnv"]
@@ -105,11 +105,7 @@ class JumanjiHubEnv(PureJaxHubEnv, MultiAgentEnv):
     ) -> ResetResult:
         """Start an episode (``jax.random.PRNGKey(seed)`` first when a seed is given)."""
         super().reset(seed=seed)
-        if seed is not None:
-            self._key = seed_key(seed)
-        elif self._key is None:
-            self._key = seed_key(int(self.np_random.integers(2**31)))
-        self._key, self._state, timestep = self._fns.reset(self._key)
+        self._key, self._state, timestep = self._fns.reset(self._start_key(seed))
         timestep = to_numpy(timestep)
         self.agents = list(self.possible_agents)
         self._cannot_step = None
@@ -124,11 +120,8 @@ class JumanjiHubEnv(PureJaxHubEnv, MultiAgentEnv):
             ResetNeededError: before ``reset()`` or after ``__all__``.
             ActionError: a missing or extra agent, an action outside its space or mask.
         """
-        require_running(self._name, self._cannot_step)
-        check_keys(self._name, action_dict, actors=self._actors,
-                   possible_agents=self.possible_agents)
-        actions = [self._checker.check(a, action_dict[a], self._masks.get(a))
-                   if a in self._actors else zero_like(self.layout.action_spaces[a])
+        checked = self._checked_actions(action_dict)
+        actions = [checked[a] if a in checked else zero_like(self.layout.action_spaces[a])
                    for a in self.possible_agents]
         self._state, timestep = self._fns.step(self._state, self.layout.native_action(actions))
         timestep = to_numpy(timestep)
