@@ -27,15 +27,14 @@ from typing import Any, Optional
 import gymnasium as gym
 import numpy as np
 
-from marlhub.conformance.calls import EnvTimeout, short
+from marlhub.conformance.calls import short
 from marlhub.conformance.host import ProbeHost
-from marlhub.conformance.probes import _clip
 from marlhub.conformance.trajectories import (
     Recording,
     Snapshot,
     copy_actions,
     first_difference,
-    play_actions,
+    raised_in_play,
 )
 from marlhub.contract import rules
 from marlhub.contract.findings import Reproducer
@@ -110,14 +109,8 @@ class ActionFormsProbe:
 
     def _play(self, ref: Recording, into: list[Snapshot],
               actions: Optional[list[dict[Any, Any]]]) -> Optional[str]:
-        try:
-            play_actions(self.d.env, ref.seed, ref.actions if actions is None else actions,
-                         self.d.reset_kwargs, into)
-        except EnvTimeout:
-            raise
-        except Exception as exc:
-            return f"{type(exc).__name__}: {_clip(str(exc))}"
-        return None
+        return raised_in_play(self.d.env, ref.seed, ref.actions if actions is None else actions,
+                              self.d.reset_kwargs, into)
 
 
 def _same_types(a: Mapping[Any, Any], b: Mapping[Any, Any]) -> bool:

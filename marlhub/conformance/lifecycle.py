@@ -43,10 +43,11 @@ import numpy as np
 
 from marlhub.conformance.calls import EnvTimeout, short, unpack_step
 from marlhub.conformance.host import ProbeHost, close_quietly, fresh_env
-from marlhub.conformance.probes import _clip, why_not_refused
+from marlhub.conformance.probes import why_not_refused
 from marlhub.conformance.trajectories import (
     Recording,
     Snapshot,
+    clip,
     copy_actions,
     first_difference,
     play_actions,
@@ -149,7 +150,7 @@ class LifecycleProbes:
                 # env), or the env says clearly why it cannot be copied
             self.d.add(rules.ENV_COPYABLE,
                        f"{how} after reset(seed={ref.seed}) and {k} steps of episode 0 raised "
-                       f"{type(exc).__name__}: {_clip(str(exc)).rstrip('.')}. {fix}", **where)
+                       f"{type(exc).__name__}: {clip(str(exc)).rstrip('.')}. {fix}", **where)
             return False
         expected = ref.snapshots[k + 1:k + 1 + COPY_STEPS]
         for who, played in (("the env copied", twin), ("the original, after its copy played on,",
@@ -194,7 +195,7 @@ class LifecycleProbes:
         except Exception as exc:
             self.d.add(rules.RENDER_MODE,
                        f"render() after reset(seed={seed}) raised {type(exc).__name__}: "
-                       f"{_clip(str(exc))}, where render_mode is {mode!r}; render every mode "
+                       f"{clip(str(exc))}, where render_mode is {mode!r}; render every mode "
                        "the env accepts, or refuse the mode in __init__.")
             return
         finally:
@@ -253,7 +254,7 @@ class LifecycleProbes:
             raise
         except Exception as exc:
             self.d.add(rules.ENV_CLOSE, f"{attempt} raised {type(exc).__name__}: "
-                       f"{_clip(str(exc))}; {fix}.")
+                       f"{clip(str(exc))}; {fix}.")
             return False
         return True
 
@@ -302,5 +303,5 @@ def _step_on(env: Any, actions: list[dict[Any, Any]], into: list[Snapshot]) -> O
     except EnvTimeout:
         raise
     except Exception as exc:
-        return f"{type(exc).__name__}: {_clip(str(exc))}"
+        return f"{type(exc).__name__}: {clip(str(exc))}"
     return None

@@ -24,15 +24,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Optional
-
 from marlhub.conformance.calls import EnvTimeout, unpack_reset, unpack_step
 from marlhub.conformance.host import ProbeHost, close_quietly, fresh_env
 from marlhub.conformance.trajectories import (
     Recording,
     Snapshot,
     first_difference,
-    play_actions,
+    raised_in_play,
     snapshot,
 )
 from marlhub.contract import rules
@@ -66,8 +64,9 @@ class MidEpisodeReset:
     def _reset_after(self, ref: Recording, half: int) -> bool:
         """Play ``half`` steps, reset and replay ``ref``; report and return False if it changed."""
         into: list[Snapshot] = []
-        error = self._play(ref.seed, ref.actions[:half], []) or self._play(
-            ref.seed, ref.actions, into)
+        env, kwargs = self.d.env, self.d.reset_kwargs
+        error = (raised_in_play(env, ref.seed, ref.actions[:half], kwargs, [])
+                 or raised_in_play(env, ref.seed, ref.actions, kwargs, into))
         recipe = (f"reproduce: env.reset(seed={ref.seed}), {half} of the episode's action dicts, "
                   f"env.reset(seed={ref.seed}) again, then all {len(ref.actions)}")
         if error:
@@ -108,8 +107,9 @@ class MidEpisodeReset:
                                                                  sampler))
             for step in run:
                 clean.append(snapshot(step.obs, step.rewards, step.terminateds, step.truncateds))
-            if self._play(ref.seed, ref.actions[:cut], [], fresh) or self._play(
-                    seed, run.actions, into, fresh):
+            kwargs = self.d.reset_kwargs
+            if (raised_in_play(fresh, ref.seed, ref.actions[:cut], kwargs, [])
+                    or raised_in_play(fresh, seed, run.actions, kwargs, into)):
                 return  # a replay that raises here is judged by the episodes and the cuts above
         except EnvTimeout:
             raise
@@ -127,17 +127,6 @@ class MidEpisodeReset:
                        f"same actions from a clean start: different {what} at step {k} ({reason};"
                        f" from a clean start vs after the cut). {_FIX}", episode=ref.episode,
                        step=k)
-
-    def _play(self, seed: Optional[int], actions: list[dict[Any, Any]], into: list[Snapshot],
-              env: Any = None) -> Optional[str]:
-        try:
-            play_actions(self.d.env if env is None else env, seed, actions, self.d.reset_kwargs,
-                         into)
-        except EnvTimeout:
-            raise
-        except Exception as exc:
-            return f"{type(exc).__name__}: {str(exc)[:100]}"
-        return None
 
 
 def cut_points(ref: Recording) -> list[int]:

@@ -46,11 +46,13 @@ from marlhub.conformance.trajectories import (
     NAMES,
     Recording,
     Snapshot,
+    clip,
     copy_actions,
     digest,
     first_difference,
     play_actions,
     play_interleaved,
+    raised_in_play,
     snapshot,
     step_digests,
 )
@@ -103,14 +105,10 @@ def why_not_refused(env: Any, action: Mapping[Any, Any]) -> Optional[str]:
             return f"raised {type(exc).__name__} with no message"
         if (isinstance(exc, _CRASHES) and not isinstance(exc, MarlhubError)
                 and "reset" not in text.lower()):
-            return (f"raised {type(exc).__name__}: {_clip(text)} ({_origin(exc)}), a crash "
+            return (f"raised {type(exc).__name__}: {clip(text)} ({_origin(exc)}), a crash "
                     "inside the env rather than a refusal")
         return None
     return "returned normally instead of raising"
-
-
-def _clip(text: str, limit: int = 100) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _origin(exc: BaseException) -> str:
@@ -216,7 +214,7 @@ class Probes:
                 self.d.add(exc.rule, f"{label}: {exc}")
             except Exception as exc:
                 self.d.add(rules.ENV_RAISED,
-                           f"{label} raised {type(exc).__name__}: {_clip(str(exc))}; {fix}.")
+                           f"{label} raised {type(exc).__name__}: {clip(str(exc))}; {fix}.")
         self._unseeded_starts_vary()
 
     def _unseeded_starts_vary(self) -> None:
@@ -311,7 +309,7 @@ class Probes:
         except EnvTimeout:
             raise
         except Exception as exc:
-            return f"{type(exc).__name__}: {_clip(str(exc))}"
+            return f"{type(exc).__name__}: {clip(str(exc))}"
         return None
 
     def _solo_fresh_matches(self, ref: Recording) -> bool:
@@ -385,14 +383,9 @@ class Probes:
     def _play(self, ref: Recording, into: list[Snapshot], *, env: Any = None,
               actions: Optional[list[dict[Any, Any]]] = None) -> Optional[str]:
         """Play ``ref``'s seed with ``actions`` (its own by default); return the error, if any."""
-        try:
-            play_actions(self.d.env if env is None else env, ref.seed,
-                         ref.actions if actions is None else actions, self.d.reset_kwargs, into)
-        except EnvTimeout:
-            raise
-        except Exception as exc:
-            return f"{type(exc).__name__}: {_clip(str(exc))}"
-        return None
+        return raised_in_play(self.d.env if env is None else env, ref.seed,
+                              ref.actions if actions is None else actions, self.d.reset_kwargs,
+                              into)
 
     # -- memory and other processes ---------------------------------------------------------
 
@@ -443,7 +436,7 @@ class Probes:
                     return
         if result["status"] == "raised" and len(theirs) <= len(mine):
             self.d.add(rules.SEED_REPRODUCIBLE,
-                       f"{head} raised {_clip(str(result.get('error')))} at step "
+                       f"{head} raised {clip(str(result.get('error')))} at step "
                        f"{len(theirs)}, which this process played without error. {fix}",
                        step=len(theirs), **where)
         elif len(mine) != len(theirs):

@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from marlhub.conformance.calls import unpack_reset, unpack_step
+from marlhub.conformance.calls import EnvTimeout, unpack_reset, unpack_step
 from marlhub.contract.compare import why_different
 from marlhub.spaces import find_action_mask, raw_action_mask
 
@@ -36,11 +36,13 @@ __all__ = [
     "NAMES",
     "Recording",
     "Snapshot",
+    "clip",
     "copy_actions",
     "digest",
     "first_difference",
     "play_actions",
     "play_interleaved",
+    "raised_in_play",
     "safe_mask",
     "snapshot",
     "step_digests",
@@ -167,6 +169,23 @@ def play_actions(
         obs, r, te, tr, infos = unpack_step(env.step(sent))
         into.append(snapshot(obs, r, te, tr))
     return obs, infos
+
+
+def raised_in_play(env: Any, seed: Optional[int], actions: list[dict[Any, Any]],
+                   reset_kwargs: Mapping[str, Any], into: list[Snapshot]) -> Optional[str]:
+    """:func:`play_actions`; return what the env raised (``"Type: message"``), or None."""
+    try:
+        play_actions(env, seed, actions, reset_kwargs, into)
+    except EnvTimeout:
+        raise
+    except Exception as exc:
+        return f"{type(exc).__name__}: {clip(str(exc))}"
+    return None
+
+
+def clip(text: str, limit: int = 100) -> str:
+    """``text`` cut to ``limit`` characters, ``...`` marking the cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def play_interleaved(
