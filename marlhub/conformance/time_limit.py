@@ -125,14 +125,15 @@ class TimeLimitProbe:
     def note(self, episode: int, seed: Optional[int], actions: list[dict[Any, Any]],
              terminateds: Mapping[Any, Any], truncateds: Mapping[Any, Any]) -> None:
         """Keep an episode that ended with these flags, if it is one to judge."""
-        if not _terminated(terminateds):
+        ended = _terminated(terminateds)
+        if not ended:
             return
         if self.at_limit is None:
             declared = ended_by_termination_at_limit(self.host.env, len(actions), terminateds,
                                                      truncateds)
             if declared:
                 self.at_limit = (episode, seed, list(actions), declared)
-        how = (ALL in _terminated(terminateds), ALL in _terminated(truncateds))
+        how = (ALL in ended, ALL in _terminated(truncateds))
         kept = self.longest.get(how)
         if kept is None or len(actions) > len(kept[2]):
             self.longest[how] = (episode, seed, list(actions))
